@@ -1,0 +1,136 @@
+"""From retrieved passages to an answer: no evidence -> fixed answer; LLM down -> extractive, said so."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+
+from rag_api.collection import Collection
+from rag_api.errors import LLMUnavailable
+from rag_api.generation import (
+    Generation,
+    GeneratorRouter,
+    Messages,
+    ThinkFilter,
+    Usage,
+    extractive_answer,
+    pieces,
+)
+from rag_api.prompts import pack, system_prompt
+from rag_api.retrieval import Passage
+
+log = logging.getLogger("rag_api.answer")
+
+
+def select_context(passages: Sequence[Passage], budget_chars: int) -> list[Passage]:
+    """The passages that fit the context budget, best first; the first always fits (cut if needed)."""
+    chosen: list[Passage] = []
+    used = 0
+    for passage in passages:
+        if used + len(passage.text) > budget_chars:
+            if not chosen:
+                chosen.append(replace(passage, text=passage.text[:budget_chars]))
+            break
+        chosen.append(passage)
+        used += len(passage.text)
+    return chosen
+
+
+@dataclass
+class AnswerStream:
+    """An answer being produced. Iterate for text pieces (once); afterwards `usage` and
+    `finish_reason` are final. `generator` says who answered: an LLM provider, `extractive`,
+    or `none` (no evidence: fixed answer, zero tokens, no LLM call)."""
+
+    passages: list[Passage]
+    generator: str
+    model: str | None
+    warning: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str = "stop"
+    _pieces: Iterator[str] | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        assert self._pieces is not None, "an answer can be read once"
+        pieces_, self._pieces = self._pieces, None
+        return pieces_
+
+    def text(self) -> str:
+        return "".join(self)
+
+    def close(self) -> None:
+        """Stop generating (the client went away): closes the upstream request."""
+        if self._pieces is not None and hasattr(self._pieces, "close"):
+            self._pieces.close()
+
+
+def answer(
+    generators: GeneratorRouter,
+    collection: Collection,
+    question: str,
+    passages: Sequence[Passage],
+    history: Messages | None = None,
+    client_system: str | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+) -> AnswerStream:
+    """Start answering `question` from `passages` with the collection's LLM."""
+    cfg = collection.cfg
+    language = pack(cfg.language)
+    if not passages:
+        return AnswerStream([], "none", None, _pieces=iter([language.no_evidence]))
+    context = select_context(passages, cfg.retrieval.context_chars)
+    generator = generators.get(cfg.llm)
+    if generator is None:
+        text = extractive_answer(question, context, cfg.language, collection.sparse)
+        return AnswerStream(context, "extractive", None, _pieces=pieces(text))
+    messages: Messages = [
+        {"role": "system", "content": system_prompt(cfg.language, context, client_system)},
+        *(history or []),
+        {"role": "user", "content": question},
+    ]
+    generation = Generation(generator.name, generator.model)
+    upstream = generator.stream(
+        messages,
+        generation,
+        cfg.llm.temperature if temperature is None else temperature,
+        max_tokens or cfg.llm.max_tokens,
+    )
+    try:
+        first = next(upstream, "")
+    except LLMUnavailable as exc:
+        log.warning("%s: %s; answering extractively", collection.name, exc.message)
+        text = extractive_answer(question, context, cfg.language, collection.sparse, fallback=True)
+        warning = f"{exc.message}; answered extractively from the retrieved passages"
+        return AnswerStream(context, "extractive", None, warning, _pieces=pieces(text))
+    result = AnswerStream(context, generator.name, generator.model)
+    result._pieces = _filtered(first, upstream, generation, result)
+    return result
+
+
+def _filtered(
+    first: str, upstream: Iterator[str], generation: Generation, result: AnswerStream
+) -> Iterator[str]:
+    think = ThinkFilter()
+    try:
+        for piece in _chain(first, upstream):
+            text = think.feed(piece)
+            if text:
+                yield text
+        rest = think.flush()
+        if rest:
+            yield rest
+    except LLMUnavailable as exc:
+        log.warning("answer interrupted: %s", exc.message)
+        generation.finish_reason = "error"
+        result.warning = f"{exc.message}; the answer is incomplete"
+    finally:
+        upstream.close()  # type: ignore[attr-defined]
+        result.usage = generation.usage
+        result.finish_reason = generation.finish_reason
+
+
+def _chain(first: str, rest: Iterator[str]) -> Iterator[str]:
+    yield first
+    yield from rest

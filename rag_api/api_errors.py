@@ -1,0 +1,70 @@
+"""One JSON shape for every error the HTTP API returns: {"error": {"code", "message"}}."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from rag_api.errors import RagError
+
+log = logging.getLogger("rag_api.http")
+_HTTP_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE"}
+
+
+def error_body(code: str, message: str, **extra: Any) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message, **extra}}
+
+
+def error_response(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    return JSONResponse(error_body(code, message), status_code=status, headers=headers)
+
+
+def describe_validation(exc: RequestValidationError) -> tuple[str, str | None]:
+    """A readable sentence naming each invalid field, and the first field's name."""
+    parts = []
+    first: str | None = None
+    for error in exc.errors():
+        loc = [str(p) for p in error.get("loc", ()) if p not in ("body", "query", "path")]
+        name = ".".join(loc) or "body"
+        first = first or name
+        message = error.get("msg", "invalid").removeprefix("Value error, ")
+        if error.get("type") == "json_invalid":
+            name, message = "body", "invalid JSON"
+        parts.append(f"{name}: {message}")
+    return "; ".join(parts) or "invalid request", first
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Render RagError, validation errors, HTTP errors and crashes in the one shape."""
+
+    @app.exception_handler(RagError)
+    async def _rag_error(request: Request, exc: RagError) -> JSONResponse:
+        if exc.status >= 500:
+            log.warning("%s %s -> %s: %s", request.method, request.url.path, exc.code, exc.message)
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        return error_response(exc.status, exc.code, exc.message, headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        message, _ = describe_validation(exc)
+        return error_response(422, "INVALID_REQUEST", message)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = _HTTP_CODES.get(exc.status_code, f"HTTP_{exc.status_code}")
+        message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+        if exc.status_code == 404 and message == "Not Found":
+            message = f"no route {request.method} {request.url.path}"
+        return error_response(exc.status_code, code, message)
+
+    @app.exception_handler(Exception)
+    async def _crash(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return error_response(500, "INTERNAL_ERROR", f"internal error: {type(exc).__name__}")

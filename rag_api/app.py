@@ -1,0 +1,52 @@
+"""create_app(settings): the FastAPI application; its lifespan opens the hub (store + models)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+from fastapi import FastAPI
+
+from rag_api.api_errors import install_error_handlers
+from rag_api.hub import Hub
+from rag_api.limits import BodyLimit
+from rag_api.routes import collections, health, query
+from rag_api.settings import Settings
+
+log = logging.getLogger("rag_api.app")
+
+
+def create_app(settings: Settings | None = None, hub: Hub | None = None) -> FastAPI:
+    """A fresh app. It opens its own hub at start-up unless one is given (then the caller owns it)."""
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        opened = hub or await anyio.to_thread.run_sync(Hub.open, settings)
+        try:
+            await anyio.to_thread.run_sync(opened.load_models)
+            app.state.hub = opened
+            log.info(
+                "serving %d collections from %s", len(opened.collections), opened.store.location
+            )
+            yield
+        finally:
+            app.state.hub = None
+            if hub is None:
+                await anyio.to_thread.run_sync(opened.close)
+
+    app = FastAPI(
+        title="RAG Hub",
+        summary="Retrieval-augmented answers from folders of documents, on Qdrant.",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.hub = None
+    install_error_handlers(app)
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    for router in (health.router, collections.router, query.router):
+        app.include_router(router)
+    return app

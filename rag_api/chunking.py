@@ -1,0 +1,234 @@
+"""Readers (md, txt, html, jsonl, pdf, docx) and the splitter that turns a document into chunks."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+from rag_api.config import ChunkingConfig
+
+# Raising this re-indexes every file: chunk boundaries are part of what a stored chunk is.
+CHUNKER_VERSION = 1
+TEXT_SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".text": "text"}
+SUFFIXES = {
+    **TEXT_SUFFIXES,
+    ".html": "html",
+    ".htm": "html",
+    ".jsonl": "jsonl",
+    ".pdf": "pdf",
+    ".docx": "docx",
+}
+
+
+class UnreadableFile(Exception):
+    """A file that cannot be turned into text; the message says why."""
+
+
+@dataclass(slots=True)
+class Chunk:
+    text: str
+    source: str
+    chunk_index: int
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ReadResult:
+    chunks: list[Chunk]
+    warnings: list[str] = field(default_factory=list)
+
+
+def read_chunks(path: Path, source: str, chunking: ChunkingConfig) -> ReadResult:
+    """Read one kb file and chunk it; jsonl lines are chunks already. Raises UnreadableFile."""
+    kind = SUFFIXES.get(path.suffix.lower())
+    if kind is None:
+        raise UnreadableFile(f"unsupported file type '{path.suffix}'")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UnreadableFile(exc.strerror or str(exc)) from exc
+    if kind == "jsonl":
+        return parse_jsonl(decode_text(data), source)
+    if kind == "pdf":
+        text = _pdf_text(path)
+    elif kind == "docx":
+        text = _docx_text(path)
+    else:
+        text = decode_text(data)
+        if kind == "html":
+            text = html_to_text(text)
+    pieces = split_text(text, chunking, markdown=kind in ("markdown", "docx"))
+    return ReadResult([Chunk(t, source, i) for i, t in enumerate(pieces)])
+
+
+def decode_text(data: bytes) -> str:
+    """UTF-8 (BOM tolerated), else latin-1; binary content is refused."""
+    if b"\x00" in data[:8192]:
+        raise UnreadableFile("binary content (NUL bytes) in a text file")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")
+    controls = sum(1 for ch in text[:8192] if ord(ch) < 32 and ch not in "\t\n\r\f")
+    if controls > len(text[:8192]) * 0.05:
+        raise UnreadableFile("undecodable bytes: neither UTF-8 nor latin-1 text")
+    return text
+
+
+def parse_jsonl(text: str, file_source: str) -> ReadResult:
+    """Pre-chunked lines: `text` required; `source`, `chunk_index`; other fields become metadata."""
+    result = ReadResult([])
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError as exc:
+            result.warnings.append(f"line {number}: invalid JSON ({exc.msg})")
+            continue
+        if not isinstance(item, dict) or not isinstance(item.get("text"), str):
+            result.warnings.append(f"line {number}: expected an object with a string 'text'")
+            continue
+        if not item["text"].strip():
+            result.warnings.append(f"line {number}: empty 'text'")
+            continue
+        chunk_index = item.get("chunk_index", number - 1)
+        if not isinstance(chunk_index, int) or isinstance(chunk_index, bool) or chunk_index < 0:
+            result.warnings.append(f"line {number}: chunk_index must be a non-negative integer")
+            continue
+        source = item.get("source")
+        source = source if isinstance(source, str) and source else f"{file_source}#line{number}"
+        extra = {k: v for k, v in item.items() if k not in ("text", "source", "chunk_index")}
+        metadata = extra.pop("metadata", None)
+        metadata = {**extra, **metadata} if isinstance(metadata, dict) else extra
+        result.chunks.append(Chunk(item["text"].strip(), source, chunk_index, metadata))
+    return result
+
+
+def split_text(text: str, chunking: ChunkingConfig, markdown: bool = False) -> list[str]:
+    """Chunks of at most `size` characters with `overlap`; markdown is cut at headings first,
+    so an edit re-chunks only its own section."""
+    text = text.strip()
+    if not text:
+        return []
+    sections = _markdown_sections(text, chunking.size) if markdown else [text]
+    splitter = _splitter(chunking.size, chunking.overlap)
+    chunks: list[str] = []
+    for section in sections:
+        if len(section) <= chunking.size:
+            chunks.append(section)
+        else:
+            chunks.extend(piece.strip() for piece in splitter.split_text(section))
+    return [c for c in chunks if c]
+
+
+_HEADING = re.compile(r"^#{1,6}\s", re.M)
+
+
+def _markdown_sections(text: str, size: int) -> list[str]:
+    from llama_index.core import Document
+    from llama_index.core.node_parser import MarkdownNodeParser
+
+    nodes = MarkdownNodeParser().get_nodes_from_documents([Document(text=text)])
+    sections = [n.get_content().strip() for n in nodes if n.get_content().strip()]
+    # a heading with (almost) no body of its own travels with the next section
+    tiny = min(size // 4, 128)
+    merged: list[str] = []
+    carry = ""
+    for section in sections:
+        section = f"{carry}\n\n{section}" if carry else section
+        body = _HEADING.sub("", section.split("\n", 1)[-1] if _HEADING.match(section) else section)
+        if len(body.strip()) < tiny and len(section) < size:
+            carry = section
+            continue
+        merged.append(section)
+        carry = ""
+    if carry:
+        merged.append(carry)
+    return merged
+
+
+@functools.lru_cache(maxsize=16)
+def _splitter(size: int, overlap: int):
+    from llama_index.core.node_parser import SentenceSplitter
+
+    # tokenizer=list: sizes are counted in characters, not model tokens
+    return SentenceSplitter(chunk_size=size, chunk_overlap=overlap, tokenizer=list)
+
+
+class _HTMLText(HTMLParser):
+    BLOCKS = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "table"}
+    SKIP = {"script", "style", "noscript", "template"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.parts: list[str] = []
+        self._skipping = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self.SKIP:
+            self._skipping += 1
+        elif tag in self.BLOCKS:
+            self.parts.append("\n\n" if tag.startswith("h") or tag == "p" else "\n")
+            if tag[0] == "h" and tag[1:].isdigit():
+                self.parts.append("#" * int(tag[1:]) + " ")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self.SKIP:
+            self._skipping = max(self._skipping - 1, 0)
+        elif tag in self.BLOCKS:
+            self.parts.append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if not self._skipping:
+            self.parts.append(data)
+
+
+def html_to_text(html: str) -> str:
+    """Visible text of an HTML page; headings kept as markdown headings, scripts and styles dropped."""
+    parser = _HTMLText()
+    parser.feed(html)
+    parser.close()
+    text = "".join(parser.parts)
+    lines = [" ".join(line.split()) for line in text.splitlines()]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def _pdf_text(path: Path) -> str:
+    try:
+        from pypdf import PdfReader
+    except ImportError:
+        raise UnreadableFile(
+            "PDF support needs the 'pdf' extra: pip install 'rag-hub[pdf]'"
+        ) from None
+    try:
+        reader = PdfReader(str(path))
+        return "\n\n".join((page.extract_text() or "").strip() for page in reader.pages)
+    except Exception as exc:  # pypdf raises many kinds on damaged files
+        raise UnreadableFile(f"unreadable PDF: {exc}") from exc
+
+
+def _docx_text(path: Path) -> str:
+    try:
+        import docx
+    except ImportError:
+        raise UnreadableFile(
+            "DOCX support needs the 'docx' extra: pip install 'rag-hub[docx]'"
+        ) from None
+    try:
+        document = docx.Document(str(path))
+    except Exception as exc:
+        raise UnreadableFile(f"unreadable DOCX: {exc}") from exc
+    lines = []
+    for paragraph in document.paragraphs:
+        style = paragraph.style.name if paragraph.style is not None else ""
+        level = style.removeprefix("Heading ").strip()
+        prefix = "#" * int(level) + " " if style.startswith("Heading ") and level.isdigit() else ""
+        if paragraph.text.strip():
+            lines.append(prefix + paragraph.text.strip())
+    return "\n\n".join(lines)

@@ -1,0 +1,277 @@
+"""The `rag-hub` command: serve, index, query, collections, config check."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from functools import wraps
+from pathlib import Path
+from typing import Any
+
+import click
+
+from rag_api.errors import RagError
+from rag_api.settings import Settings
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+def domain_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A RagError ends the command with one line on stderr and exit status 1."""
+
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except RagError as exc:
+            click.echo(f"error: {exc.message}", err=True)
+            sys.exit(1)
+
+    return wrapper
+
+
+@click.group(context_settings=CONTEXT)
+@click.option(
+    "--config",
+    "config",
+    type=click.Path(path_type=Path),
+    envvar="RAG_CONFIG",
+    help="collections.yaml [env RAG_CONFIG; default ./collections.yaml]",
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(path_type=Path),
+    envvar="RAG_DATA_DIR",
+    help="Where the embedded store lives [env RAG_DATA_DIR; default ./data]",
+)
+@click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
+@click.pass_context
+def cli(ctx: click.Context, config: Path | None, data_dir: Path | None, verbose: int) -> None:
+    """RAG Hub: knowledge bases from folders of documents, answered from Qdrant."""
+    overrides: dict[str, Any] = {}
+    if config is not None:
+        overrides["config"] = config
+    if data_dir is not None:
+        overrides["data_dir"] = data_dir
+    ctx.obj = Settings(**overrides)
+    level = [logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)]
+    logging.basicConfig(
+        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
+
+
+@contextmanager
+def open_hub(settings: Settings) -> Iterator[Any]:
+    from rag_api.hub import Hub
+
+    hub = Hub.open(settings)
+    try:
+        yield hub
+    finally:
+        hub.close()
+
+
+@cli.command()
+@click.option("--host", envvar="RAG_HOST", help="Bind address [env RAG_HOST; default 127.0.0.1]")
+@click.option("--port", type=int, envvar="RAG_PORT", help="Port [env RAG_PORT; default 8000]")
+@click.pass_obj
+@domain_errors
+def serve(settings: Settings, host: str | None, port: int | None) -> None:
+    """Serve the HTTP API."""
+    import uvicorn
+
+    from rag_api.app import create_app
+
+    if host:
+        settings.host = host
+    if port:
+        settings.port = port
+    logging.getLogger().setLevel(min(logging.getLogger().level, logging.INFO))
+    uvicorn.run(
+        create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level
+    )
+
+
+@cli.command()
+@click.argument("collection", required=False)
+@click.option("--force", is_flag=True, help="Re-embed every file, changed or not.")
+@click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
+@click.pass_obj
+@domain_errors
+def index(settings: Settings, collection: str | None, force: bool, as_json: bool) -> None:
+    """Sync collections with their kb folders: embed new and changed files, drop deleted ones."""
+    from tqdm import tqdm
+
+    from rag_api import kb
+    from rag_api.sync import sync_collection
+
+    with open_hub(settings) as hub:
+        names = (
+            [hub.collection(collection).name]
+            if collection
+            else [n for n, c in hub.collections.items() if c.cfg.enabled]
+        )
+        reports = []
+        for name in names:
+            kb_coll = hub.collection(name)
+            hub.embeddings.check_dimension(kb_coll.cfg.embedder, name)
+            total = len(kb.scan(kb_coll.kb_path)[0]) if kb_coll.kb_path else 0
+            with tqdm(
+                total=total, desc=name, unit="file", disable=as_json or not total, file=sys.stderr
+            ) as bar:
+                report = sync_collection(kb_coll, force=force, progress=bar.update)
+            info = kb_coll.info(refresh=True)
+            if info is not None and report.indexed:
+                hub.store.optimize(info.physical)
+            reports.append(report)
+    if as_json:
+        click.echo(json.dumps([r.as_dict() for r in reports], indent=2))
+        return
+    for r in reports:
+        click.echo(
+            f"{r.collection}: {r.files} files ({r.indexed} indexed, {r.unchanged} unchanged, "
+            f"{r.removed} removed); chunks: {r.stats.embedded} embedded, {r.stats.reused} reused, "
+            f"{r.stats.deleted} deleted; {r.seconds:.1f} s"
+        )
+        for rel, reason in sorted(r.errors.items()):
+            click.echo(f"  skipped {rel}: {reason}")
+        for rel, warnings in sorted(r.warnings.items()):
+            for warning in warnings:
+                click.echo(f"  {rel}: {warning}")
+
+
+@cli.command()
+@click.argument("collection")
+@click.argument("question")
+@click.option("--top-k", type=click.IntRange(1, 100))
+@click.option("--threshold", type=click.FloatRange(-1, 1))
+@click.option("--mode", type=click.Choice(["dense", "sparse", "hybrid"]))
+@click.option("--source", "sources", multiple=True, help="Only these sources (repeatable).")
+@click.option("--source-prefix", help="Only sources starting with this.")
+@click.option(
+    "--filter",
+    "filters",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Metadata equality (repeatable).",
+)
+@click.option("--no-generate", is_flag=True, help="Only retrieve; no answer.")
+@click.option("--json", "as_json", is_flag=True, help="Print the full response as JSON.")
+@click.pass_obj
+@domain_errors
+def query(
+    settings: Settings,
+    collection: str,
+    question: str,
+    top_k: int | None,
+    threshold: float | None,
+    mode: str | None,
+    sources: tuple[str, ...],
+    source_prefix: str | None,
+    filters: tuple[str, ...],
+    no_generate: bool,
+    as_json: bool,
+) -> None:
+    """Ask COLLECTION a QUESTION."""
+    from pydantic import ValidationError
+
+    from rag_api.query import QueryBody, run_query
+
+    metadata = {}
+    for item in filters:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--filter")
+        metadata[key] = _scalar(value)
+    try:
+        body = QueryBody(
+            query=question,
+            top_k=top_k,
+            threshold=threshold,
+            mode=mode,
+            sources=list(sources) or None,
+            filters={"metadata": metadata, "source_prefix": source_prefix},
+            generate=not no_generate,
+        )
+    except ValidationError as exc:
+        raise click.BadParameter(exc.errors()[0]["msg"]) from None
+    with open_hub(settings) as hub:
+        response = run_query(hub, collection, body)
+    if as_json:
+        click.echo(json.dumps(response, indent=2, ensure_ascii=False))
+        return
+    if response["answer"] is not None:
+        click.echo(response["answer"])
+        click.echo()
+    if response.get("warning"):
+        click.echo(f"warning: {response['warning']}", err=True)
+    for n, source in enumerate(response["sources"], 1):
+        click.echo(f"[{n}] {source['source']}#{source['chunk_index']}  score={source['score']:.4f}")
+
+
+@cli.command("collections")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+@domain_errors
+def collections_(settings: Settings, as_json: bool) -> None:
+    """List the configured collections and what the store holds."""
+    from rag_api.routes.collections import describe
+
+    with open_hub(settings) as hub:
+        rows = [describe(hub, name) for name in hub.collections]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    for row in rows:
+        state = "" if row["enabled"] else " (disabled)"
+        click.echo(
+            f"{row['name']}{state}: {row['points']} chunks, {row['embedder']} ({row['dim']}d), "
+            f"{row['language']}, mode {row['mode']}, llm {row['llm']}, kb {row['kb']}"
+        )
+
+
+@cli.group()
+def config() -> None:
+    """collections.yaml commands."""
+
+
+@config.command("check")
+@click.pass_obj
+@domain_errors
+def config_check(settings: Settings) -> None:
+    """Validate collections.yaml (no store, no models)."""
+    from rag_api.config import load_config
+
+    hub_config = load_config(settings.config)
+    for name, cfg in hub_config.collections.items():
+        kb_path = hub_config.kb_path(name)
+        note = (
+            ""
+            if kb_path is None or kb_path.is_dir()
+            else f" (kb folder {kb_path} does not exist yet)"
+        )
+        click.echo(f"{name}: {cfg.embedder.id} {cfg.embedder.dim}d, {cfg.language}{note}")
+    click.echo(f"{settings.config}: valid, {len(hub_config.collections)} collections")
+
+
+def _scalar(value: str) -> str | int | float | bool:
+    lowered = value.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    return value
+
+
+def main() -> None:
+    cli(prog_name="rag-hub")
+
+
+if __name__ == "__main__":
+    main()

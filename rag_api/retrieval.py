@@ -1,0 +1,153 @@
+"""Search a collection: dense, BM25 sparse or hybrid (RRF in Qdrant), filtered before anything else.
+
+Thresholds (documented rule):
+- `threshold` is a minimum cosine similarity between the query and a passage. In `dense` and
+  `hybrid` mode every hit has a dense score: a hit that only BM25 found gets its exact cosine from
+  its stored vector, so it is kept or dropped on the same scale as the others, never merely for
+  lacking a dense rank. In `sparse` mode there is no cosine and the threshold does not apply.
+- `relative_threshold` keeps hits whose primary score (cosine; BM25 score in `sparse` mode) is at
+  least that fraction of the best hit's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rag_api.collection import Collection
+from rag_api.config import Mode
+from rag_api.store import Hit, SearchSpec, Selector, extract_source, extract_text
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    query: str
+    top_k: int | None = None
+    threshold: float | None = None
+    mode: Mode | None = None
+    sources: tuple[str, ...] | None = None
+    source_prefix: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    relative_threshold: float | None = None
+
+    def selector(self) -> Selector:
+        return Selector(
+            sources=self.sources, source_prefix=self.source_prefix, metadata=dict(self.metadata)
+        )
+
+
+@dataclass
+class Passage:
+    """A retrieved chunk and why it was returned."""
+
+    id: str
+    source: str
+    chunk_index: int
+    score: float
+    text: str
+    metadata: dict[str, Any]
+    origin: str | None = None
+    dense_score: float | None = None
+    dense_rank: int | None = None
+    sparse_score: float | None = None
+    sparse_rank: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "chunk_index": self.chunk_index,
+            "score": round(self.score, 6),
+            "text": self.text,
+            "metadata": self.metadata,
+            "dense_score": _round(self.dense_score),
+            "dense_rank": self.dense_rank,
+            "sparse_score": _round(self.sparse_score),
+            "sparse_rank": self.sparse_rank,
+        }
+
+
+@dataclass
+class SearchOutcome:
+    passages: list[Passage]
+    mode: Mode
+    timings_ms: dict[str, float]
+    warning: str | None = None
+
+
+def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
+    """The passages that answer a query, best first, filters and thresholds applied."""
+    cfg = collection.cfg.retrieval
+    top_k = request.top_k or cfg.top_k
+    threshold = cfg.threshold if request.threshold is None else request.threshold
+    relative = (
+        cfg.relative_threshold if request.relative_threshold is None else request.relative_threshold
+    )
+    mode: Mode = request.mode or cfg.mode
+    timings: dict[str, float] = {}
+    selector = request.selector()
+    info = collection.readable()
+    if info is None or selector.selects_nothing:
+        return SearchOutcome([], mode, timings)
+    if mode != "dense" and not info.has_sparse:
+        mode = "dense"  # a collection written without BM25 vectors (another tool, or older)
+    started = time.perf_counter()
+    dense = collection.embed_query(request.query).tolist() if mode != "sparse" else None
+    sparse = collection.sparse.query(request.query) if mode != "dense" else None
+    timings["embed"] = _ms(started)
+    if sparse is not None and not sparse.indices:
+        if dense is None:
+            return SearchOutcome([], mode, timings)  # nothing but stop words
+        sparse, mode = None, "dense"
+    spec = SearchSpec(
+        limit=top_k,
+        dense=dense,
+        sparse=sparse,
+        selector=selector,
+        candidates=max(cfg.candidates, top_k),
+        rrf_k=cfg.rrf_k,
+    )
+    started = time.perf_counter()
+    with collection.lock.read():
+        hits = collection.store.search(info.physical, spec, info)
+    timings["search"] = _ms(started)
+    passages = [_passage(hit, mode) for hit in hits]
+    if mode != "sparse":
+        passages = [p for p in passages if p.dense_score is not None and p.dense_score >= threshold]
+    if relative > 0 and passages:
+        best = max(_primary(p, mode) for p in passages)
+        passages = [p for p in passages if _primary(p, mode) >= relative * best]
+    return SearchOutcome(passages[:top_k], mode, timings)
+
+
+def _primary(passage: Passage, mode: Mode) -> float:
+    if mode == "sparse":
+        return passage.sparse_score or 0.0
+    return passage.dense_score or 0.0
+
+
+def _passage(hit: Hit, mode: Mode) -> Passage:
+    payload = hit.payload
+    metadata = payload.get("metadata")
+    return Passage(
+        id=hit.id,
+        source=extract_source(payload),
+        chunk_index=int(payload.get("chunk_index") or 0),
+        score=hit.score,
+        text=extract_text(payload),
+        metadata=metadata if isinstance(metadata, dict) else {},
+        origin=payload.get("origin"),
+        dense_score=hit.dense_score,
+        dense_rank=hit.dense_rank,
+        sparse_score=hit.sparse_score,
+        sparse_rank=hit.sparse_rank,
+    )
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)

@@ -1,0 +1,41 @@
+"""GET /collections: what is configured and what the store holds for each."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+
+from rag_api.hub import Hub
+from rag_api.routes.deps import get_hub
+
+router = APIRouter(tags=["collections"])
+
+
+def describe(hub: Hub, name: str) -> dict:
+    """A collection's configuration and its live state in the store."""
+    collection = hub.collections[name]
+    cfg = collection.cfg
+    info = collection.info(refresh=True)
+    return {
+        "name": name,
+        "description": cfg.description,
+        "enabled": cfg.enabled,
+        "language": cfg.language,
+        "kb": str(collection.kb_path) if collection.kb_path else None,
+        "embedder": cfg.embedder.id,
+        "dim": cfg.embedder.dim,
+        "mode": cfg.retrieval.mode,
+        "llm": cfg.llm.provider
+        if cfg.llm.provider == "extractive"
+        else f"{cfg.llm.provider}:{cfg.llm.model}",
+        "physical": info.physical if info else None,
+        "points": info.points if info else 0,
+        "hybrid": bool(info and info.has_sparse),
+    }
+
+
+@router.get("/collections")
+def list_collections(hub: Hub = Depends(get_hub)) -> dict:
+    return {
+        "default_collection": hub.config.default_collection,
+        "collections": [describe(hub, name) for name in hub.collections],
+    }

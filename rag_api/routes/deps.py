@@ -1,0 +1,15 @@
+"""Request-scoped access to the hub opened by the app's lifespan."""
+
+from __future__ import annotations
+
+from fastapi import Request
+
+from rag_api.errors import NotReady
+from rag_api.hub import Hub
+
+
+def get_hub(request: Request) -> Hub:
+    hub = getattr(request.app.state, "hub", None)
+    if hub is None:
+        raise NotReady("the hub is starting: store and models are not open yet")
+    return hub

@@ -1,0 +1,49 @@
+"""Per-machine settings from the environment (prefix RAG_); collections live in collections.yaml."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_ollama_url() -> str:
+    # Ollama's own variable, honoured when RAG_OLLAMA_URL is not set.
+    host = os.environ.get("OLLAMA_HOST", "").strip()
+    if not host:
+        return "http://127.0.0.1:11434"
+    return host if "://" in host else f"http://{host}"
+
+
+class Settings(BaseSettings):
+    """What differs per machine: paths, Qdrant location, upstream URLs, bind address, secrets."""
+
+    model_config = SettingsConfigDict(env_prefix="RAG_", extra="ignore")
+
+    config: Path = Path("collections.yaml")
+    data_dir: Path = Path("data")
+    host: str = "127.0.0.1"
+    port: int = 8000
+    qdrant_url: str | None = None
+    qdrant_api_key: str | None = None
+    ollama_url: str = Field(default_factory=_default_ollama_url)
+    api_key: str | None = None
+    admin_api_key: str | None = None
+    max_body_bytes: int = 1024 * 1024
+    log_level: str = "info"
+
+    @field_validator("qdrant_url", "qdrant_api_key", "api_key", "admin_api_key", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @property
+    def qdrant_path(self) -> Path:
+        """Folder of the embedded Qdrant engine (one shard folder per physical collection)."""
+        return self.data_dir / "qdrant"
+
+    @property
+    def embedded(self) -> bool:
+        return self.qdrant_url is None

@@ -1,0 +1,52 @@
+"""Qdrant behind one interface: the embedded qdrant-edge engine or a server through qdrant-client.
+
+This package is the only place that imports a Qdrant package.
+"""
+
+from __future__ import annotations
+
+from rag_api.settings import Settings
+from rag_api.store.base import Store, physical_name, version_of
+from rag_api.store.bm25 import SparseEncoder, sparse_encoder
+from rag_api.store.payload import extract_source, extract_text, point_id
+from rag_api.store.types import (
+    CollectionInfo,
+    Hit,
+    Layout,
+    PointData,
+    Record,
+    SearchSpec,
+    Selector,
+    SparseVec,
+)
+
+__all__ = [
+    "CollectionInfo",
+    "Hit",
+    "Layout",
+    "PointData",
+    "Record",
+    "SearchSpec",
+    "Selector",
+    "SparseEncoder",
+    "SparseVec",
+    "Store",
+    "extract_source",
+    "extract_text",
+    "open_store",
+    "physical_name",
+    "point_id",
+    "sparse_encoder",
+    "version_of",
+]
+
+
+def open_store(settings: Settings) -> Store:
+    """The embedded engine under data/qdrant, or the Qdrant at RAG_QDRANT_URL (':memory:' in tests)."""
+    if settings.qdrant_url is None:
+        from rag_api.store.edge import EdgeStore
+
+        return EdgeStore(settings.qdrant_path)
+    from rag_api.store.remote import RemoteStore
+
+    return RemoteStore(settings.qdrant_url, api_key=settings.qdrant_api_key)

@@ -1,0 +1,236 @@
+"""The one store interface; engines (embedded qdrant-edge, qdrant-client) implement its primitives."""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from rag_api.store.types import (
+    CollectionInfo,
+    Hit,
+    Layout,
+    PointData,
+    Record,
+    SearchSpec,
+    Selector,
+)
+
+PAYLOAD_INDEXES = {
+    "source": "keyword",
+    "file": "keyword",
+    "origin": "keyword",
+    "chunk_index": "integer",
+}
+
+
+def physical_name(name: str, version: int) -> str:
+    """Physical collection behind a hub name: docs -> docs__v1."""
+    return f"{name}__v{version}"
+
+
+def version_of(physical: str) -> int:
+    """The version number in a physical name (0 for a collection not created by the hub)."""
+    _, sep, version = physical.rpartition("__v")
+    return int(version) if sep and version.isdigit() else 0
+
+
+class Store(ABC):
+    """A set of Qdrant collections reached through hub names (aliases)."""
+
+    embedded: bool
+    location: str
+
+    # --- collections and aliases -------------------------------------------------------------
+
+    @abstractmethod
+    def resolve(self, name: str) -> str | None:
+        """Physical collection a hub name points to (its alias, or a collection of that very name)."""
+
+    @abstractmethod
+    def aliases(self) -> dict[str, str]:
+        """Every hub name and the physical collection it points to."""
+
+    @abstractmethod
+    def physical_collections(self) -> list[str]:
+        """Every physical collection in the store."""
+
+    @abstractmethod
+    def physical_info(self, physical: str) -> CollectionInfo:
+        """Dimension, vector names and point count of a physical collection."""
+
+    @abstractmethod
+    def create_physical(self, physical: str, dim: int, layout: Layout = Layout()) -> None:
+        """Create a collection: named dense vector (cosine) + named BM25 sparse vector (IDF)."""
+
+    @abstractmethod
+    def drop_physical(self, physical: str) -> None:
+        """Delete a physical collection and its data."""
+
+    @abstractmethod
+    def set_alias(self, name: str, physical: str) -> None:
+        """Point a hub name at a physical collection, atomically replacing any previous target."""
+
+    @abstractmethod
+    def remove_alias(self, name: str) -> None:
+        """Forget a hub name (the physical collection stays)."""
+
+    def info(self, name: str) -> CollectionInfo | None:
+        """What the store holds behind a hub name, or None if nothing."""
+        physical = self.resolve(name)
+        if physical is None:
+            return None
+        info = self.physical_info(physical)
+        return CollectionInfo(
+            name=name,
+            physical=physical,
+            dim=info.dim,
+            points=info.points,
+            dense_name=info.dense_name,
+            sparse_name=info.sparse_name,
+        )
+
+    def ensure(self, name: str, dim: int, layout: Layout = Layout()) -> CollectionInfo:
+        """The collection behind a hub name, created as name__v1 (+ alias) when absent."""
+        info = self.info(name)
+        if info is not None:
+            return info
+        physical = physical_name(name, 1)
+        if physical not in self.physical_collections():
+            self.create_physical(physical, dim, layout)
+        self.set_alias(name, physical)
+        info = self.info(name)
+        assert info is not None
+        return info
+
+    # --- points ------------------------------------------------------------------------------
+
+    @abstractmethod
+    def upsert(self, physical: str, points: Sequence[PointData]) -> None:
+        """Insert or overwrite points (by id)."""
+
+    @abstractmethod
+    def delete(self, physical: str, selector: Selector) -> None:
+        """Delete the selected points."""
+
+    @abstractmethod
+    def retrieve(self, physical: str, ids: Sequence[str], with_dense: bool = False) -> list[Record]:
+        """Points by id (missing ids are skipped)."""
+
+    @abstractmethod
+    def scroll(
+        self,
+        physical: str,
+        selector: Selector = Selector(),
+        limit: int = 256,
+        offset: str | None = None,
+        with_dense: bool = False,
+        fields: Sequence[str] | None = None,
+    ) -> tuple[list[Record], str | None]:
+        """A page of points in id order and the offset of the next page (None at the end)."""
+
+    @abstractmethod
+    def count(self, physical: str, selector: Selector = Selector()) -> int:
+        """Exact number of selected points."""
+
+    @abstractmethod
+    def facet(self, physical: str, key: str, selector: Selector = Selector()) -> dict[str, int]:
+        """Point count per distinct value of a keyword payload field."""
+
+    @abstractmethod
+    def search(self, physical: str, spec: SearchSpec, info: CollectionInfo) -> list[Hit]:
+        """Dense, sparse or hybrid (RRF inside the engine) search, hits annotated per side."""
+
+    def optimize(self, physical: str) -> None:
+        """Build indexes after a bulk load (a no-op where the engine does it itself)."""
+        return None
+
+    def close(self) -> None:
+        """Release the engine (flushes the embedded store)."""
+        return None
+
+    def iter_records(
+        self,
+        physical: str,
+        selector: Selector = Selector(),
+        with_dense: bool = False,
+        fields: Sequence[str] | None = None,
+        page: int = 1024,
+    ) -> Iterator[Record]:
+        """Every selected point, paging through scroll."""
+        offset: str | None = None
+        while True:
+            records, offset = self.scroll(physical, selector, page, offset, with_dense, fields)
+            yield from records
+            if offset is None:
+                return
+
+    def sources(self, physical: str, selector: Selector = Selector()) -> dict[str, int]:
+        """Chunk count per source."""
+        return self.facet(physical, "source", selector)
+
+
+def rrf_engine_k(k: int) -> int:
+    """Qdrant scores 1/(k + rank) with ranks from 0, the RRF paper with ranks from 1: shift by one."""
+    return k + 1
+
+
+def annotate(
+    fused: list[Hit],
+    dense: list[tuple[str, float]] | None,
+    sparse: list[tuple[str, float]] | None,
+    query_dense: Sequence[float] | None,
+) -> list[Hit]:
+    """Fill each hit's dense/sparse score and 1-based rank from the per-side candidate lists.
+
+    A hit outside the dense candidates still gets its exact dense score from its stored vector,
+    so the cosine threshold can judge every hit on the same scale.
+    """
+    dense_at = {pid: (rank, score) for rank, (pid, score) in enumerate(dense or [], 1)}
+    sparse_at = {pid: (rank, score) for rank, (pid, score) in enumerate(sparse or [], 1)}
+    for hit in fused:
+        if hit.id in dense_at:
+            hit.dense_rank, hit.dense_score = dense_at[hit.id]
+        elif query_dense is not None and hit.dense is not None:
+            hit.dense_score = cosine(query_dense, hit.dense)
+        if hit.id in sparse_at:
+            hit.sparse_rank, hit.sparse_score = sparse_at[hit.id]
+    return fused
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=True))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0
+
+
+def dense_of(vector: Any) -> list[float] | None:
+    """The dense vector out of an engine's vector field (a named map or a bare list)."""
+    if isinstance(vector, dict):
+        vector = next(iter(vector.values()), None)
+    return list(vector) if vector is not None else None
+
+
+def record_from(point: Any, with_dense: bool) -> Record:
+    """A Record from either engine's point object (same attribute names on both)."""
+    dense = dense_of(point.vector) if with_dense else None
+    return Record(id=str(point.id), payload=point.payload or {}, dense=dense)
+
+
+def hit_from(point: Any, with_dense: bool) -> Hit:
+    """A Hit from either engine's scored point."""
+    dense = dense_of(point.vector) if with_dense else None
+    return Hit(id=str(point.id), score=float(point.score), payload=point.payload or {}, dense=dense)
+
+
+def id_scores(points: list[Any]) -> list[tuple[str, float]]:
+    return [(str(p.id), float(p.score)) for p in points]
+
+
+def rank_single_side(hits: list[Hit], side: str) -> list[Hit]:
+    """A one-sided search: each hit's score is that side's score, its position that side's rank."""
+    for rank, hit in enumerate(hits, 1):
+        setattr(hit, f"{side}_rank", rank)
+        setattr(hit, f"{side}_score", hit.score)
+    return hits

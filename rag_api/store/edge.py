@@ -1,0 +1,356 @@
+"""The embedded engine: qdrant-edge shards on disk, one per physical collection, owned by one process."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import qdrant_edge as qe
+
+from rag_api.errors import StoreLocked, StoreUnavailable
+from rag_api.store.aliases import AliasFile
+from rag_api.store.base import (
+    PAYLOAD_INDEXES,
+    Store,
+    annotate,
+    hit_from,
+    id_scores,
+    rank_single_side,
+    record_from,
+    rrf_engine_k,
+)
+from rag_api.store.types import (
+    DENSE,
+    SPARSE,
+    CollectionInfo,
+    Hit,
+    Layout,
+    PointData,
+    Record,
+    SearchSpec,
+    Selector,
+)
+
+# Below this many points a search scans exactly (always right, still sub-millisecond); above it
+# the HNSW graph built by optimize() answers, with a generous ef for recall.
+EXACT_BELOW = 20_000
+HNSW_EF = 128
+_SCHEMA = {"keyword": qe.PayloadSchemaType.Keyword, "integer": qe.PayloadSchemaType.Integer}
+
+
+class EdgeStore(Store):
+    """qdrant-edge-py shards under `root`, plus the hub's own alias file."""
+
+    embedded = True
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self.location = str(self.root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._lock_file = _acquire_process_lock(self.root / ".lock")
+        self._aliases = AliasFile(self.root / "aliases.json")
+        self._shards: dict[str, qe.EdgeShard] = {}
+        self._configs: dict[str, dict[str, Any]] = {}
+        self._guard = threading.RLock()
+
+    # --- collections and aliases -------------------------------------------------------------
+
+    def resolve(self, name: str) -> str | None:
+        physical = self._aliases.read().get(name)
+        if physical is not None:
+            return physical
+        return name if self._shard_dir(name).is_dir() else None
+
+    def aliases(self) -> dict[str, str]:
+        return self._aliases.read()
+
+    def physical_collections(self) -> list[str]:
+        return sorted(p.name for p in self.root.iterdir() if (p / "edge_config.json").is_file())
+
+    def physical_info(self, physical: str) -> CollectionInfo:
+        config = self._config(physical)
+        vectors = config.get("vectors") or {}
+        dense_name = DENSE if DENSE in vectors else next(iter(vectors), DENSE)
+        sparse = config.get("sparse_vectors") or {}
+        sparse_name = SPARSE if SPARSE in sparse else None
+        return CollectionInfo(
+            name=physical,
+            physical=physical,
+            dim=int(vectors.get(dense_name, {}).get("size", 0)),
+            points=self._shard(physical).info().points_count,
+            dense_name=dense_name,
+            sparse_name=sparse_name,
+        )
+
+    def create_physical(self, physical: str, dim: int, layout: Layout = Layout()) -> None:
+        config = qe.EdgeConfig(
+            vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
+            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        )
+        with self._guard:
+            shard = _call(qe.EdgeShard.create, str(self._shard_dir(physical)), config)
+            for field, kind in PAYLOAD_INDEXES.items():
+                shard.update(qe.UpdateOperation.create_field_index(field, _SCHEMA[kind]))
+            self._shards[physical] = shard
+
+    def drop_physical(self, physical: str) -> None:
+        with self._guard:
+            shard = self._shards.pop(physical, None)
+            self._configs.pop(physical, None)
+            if shard is not None:
+                shard.close()
+            shutil.rmtree(self._shard_dir(physical), ignore_errors=True)
+
+    def set_alias(self, name: str, physical: str) -> None:
+        with self._guard:
+            self._aliases.set(name, physical)
+
+    def remove_alias(self, name: str) -> None:
+        with self._guard:
+            self._aliases.remove(name)
+
+    # --- points ------------------------------------------------------------------------------
+
+    def upsert(self, physical: str, points: Sequence[PointData]) -> None:
+        if not points:
+            return
+        edge_points = [
+            qe.Point(p.id, _vectors(p), p.payload) for p in points
+        ]  # one operation: one WAL record
+        _call(self._shard(physical).update, qe.UpdateOperation.upsert_points(edge_points))
+
+    def delete(self, physical: str, selector: Selector) -> None:
+        if selector.selects_nothing:
+            return
+        shard = self._shard(physical)
+        if selector.ids is not None and selector == Selector(ids=selector.ids):
+            _call(shard.update, qe.UpdateOperation.delete_points(list(selector.ids)))
+        else:
+            _call(shard.update, qe.UpdateOperation.delete_points_by_filter(_filter(selector)))
+
+    def retrieve(self, physical: str, ids: Sequence[str], with_dense: bool = False) -> list[Record]:
+        if not ids:
+            return []
+        records = _call(
+            self._shard(physical).retrieve,
+            list(ids),
+            True,
+            [self.physical_info(physical).dense_name] if with_dense else False,
+        )
+        return [record_from(r, with_dense) for r in records]
+
+    def scroll(
+        self,
+        physical: str,
+        selector: Selector = Selector(),
+        limit: int = 256,
+        offset: str | None = None,
+        with_dense: bool = False,
+        fields: Sequence[str] | None = None,
+    ) -> tuple[list[Record], str | None]:
+        if selector.selects_nothing:
+            return [], None
+        request = qe.ScrollRequest(
+            offset=offset,
+            limit=limit,
+            filter=_filter(selector),
+            with_payload=qe.PayloadSelector.Include(list(fields)) if fields else True,
+            with_vector=[self.physical_info(physical).dense_name] if with_dense else False,
+        )
+        records, next_offset = _call(self._shard(physical).scroll, request)
+        return [record_from(r, with_dense) for r in records], _str_id(next_offset)
+
+    def count(self, physical: str, selector: Selector = Selector()) -> int:
+        if selector.selects_nothing:
+            return 0
+        request = qe.CountRequest(exact=True, filter=_filter(selector))
+        return _call(self._shard(physical).count, request)
+
+    def facet(self, physical: str, key: str, selector: Selector = Selector()) -> dict[str, int]:
+        if selector.selects_nothing:
+            return {}
+        shard = self._shard(physical)
+        limit = max(shard.info().points_count, 1)
+        request = qe.FacetRequest(key=key, limit=limit, exact=True, filter=_filter(selector))
+        hits = _call(shard.facet, request)
+        return {str(h.value): h.count for h in hits if h.count > 0}
+
+    def search(self, physical: str, spec: SearchSpec, info: CollectionInfo) -> list[Hit]:
+        if spec.selector.selects_nothing:
+            return []
+        shard = self._shard(physical)
+        flt = _filter(spec.selector)
+        params = _search_params(info.points)
+        dense_q = qe.Query.Nearest(list(spec.dense), using=info.dense_name) if spec.dense else None
+        sparse_q = (
+            qe.Query.Nearest(
+                qe.SparseVector(spec.sparse.indices, spec.sparse.values), using=info.sparse_name
+            )
+            if spec.sparse is not None and info.sparse_name
+            else None
+        )
+        with_vector = [info.dense_name] if spec.with_dense else False
+        if dense_q is not None and sparse_q is not None:
+            side = spec.candidates
+            fused = qe.QueryRequest(
+                limit=spec.limit,
+                prefetches=[
+                    qe.Prefetch(limit=side, query=dense_q, filter=flt, params=params),
+                    qe.Prefetch(limit=side, query=sparse_q, filter=flt),
+                ],
+                query=qe.Fusion.Rrf(k=rrf_engine_k(spec.rrf_k)),
+                filter=flt,
+                with_payload=True,
+                with_vector=[info.dense_name],
+            )
+            lists = qe.QueryBatchRequest(
+                [
+                    fused,
+                    qe.QueryRequest(
+                        limit=side, query=dense_q, filter=flt, params=params, with_payload=False
+                    ),
+                    qe.QueryRequest(limit=side, query=sparse_q, filter=flt, with_payload=False),
+                ]
+            )
+            fused_pts, dense_pts, sparse_pts = _call(shard.query_batch, lists)
+            hits = [hit_from(p, True) for p in fused_pts]
+            return annotate(hits, id_scores(dense_pts), id_scores(sparse_pts), spec.dense)
+        query = dense_q if dense_q is not None else sparse_q
+        if query is None:
+            return []
+        request = qe.QueryRequest(
+            limit=spec.limit,
+            query=query,
+            filter=flt,
+            params=params if dense_q is not None else None,
+            with_payload=True,
+            with_vector=with_vector,
+        )
+        points = _call(shard.query, request)
+        hits = [hit_from(p, spec.with_dense) for p in points]
+        return rank_single_side(hits, "dense" if dense_q is not None else "sparse")
+
+    def optimize(self, physical: str) -> None:
+        _call(self._shard(physical).optimize)
+
+    def close(self) -> None:
+        with self._guard:
+            for shard in self._shards.values():
+                shard.flush()
+                shard.close()
+            self._shards.clear()
+            if self._lock_file is not None:
+                self._lock_file.close()
+                self._lock_file = None
+
+    # --- internals ---------------------------------------------------------------------------
+
+    def _shard_dir(self, physical: str) -> Path:
+        if not physical or "/" in physical or physical.startswith("."):
+            raise StoreUnavailable("embedded Qdrant", f"invalid collection name {physical!r}")
+        return self.root / physical
+
+    def _shard(self, physical: str) -> qe.EdgeShard:
+        shard = self._shards.get(physical)
+        if shard is not None:
+            return shard
+        with self._guard:
+            if physical not in self._shards:
+                if not (self._shard_dir(physical) / "edge_config.json").is_file():
+                    raise StoreUnavailable(
+                        "embedded Qdrant", f"collection '{physical}' does not exist"
+                    )
+                self._shards[physical] = _call(qe.EdgeShard.load, str(self._shard_dir(physical)))
+            return self._shards[physical]
+
+    def _config(self, physical: str) -> dict[str, Any]:
+        if physical not in self._configs:
+            path = self._shard_dir(physical) / "edge_config.json"
+            try:
+                self._configs[physical] = json.loads(path.read_text())
+            except (OSError, ValueError) as exc:
+                raise StoreUnavailable("embedded Qdrant", f"cannot read {path}: {exc}") from exc
+        return self._configs[physical]
+
+
+def _acquire_process_lock(path: Path):
+    handle = open(path, "a+")  # noqa: SIM115 - held open for the store's lifetime
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        owner = handle.read().strip() or "another process"
+        handle.close()
+        raise StoreLocked(
+            f"the embedded store {path.parent} is in use by {owner} (a running `rag-hub serve`?); "
+            "stop it, or make the change through its HTTP admin API (/v1/rag/*)"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()}")
+    handle.flush()
+    return handle
+
+
+def _call(fn, *args):
+    try:
+        return fn(*args)
+    except (StoreUnavailable, StoreLocked):
+        raise
+    except Exception as exc:  # the engine raises plain Exception with its message
+        raise StoreUnavailable("embedded Qdrant", str(exc)) from exc
+
+
+def _vectors(point: PointData) -> dict[str, Any]:
+    dense = point.dense.tolist() if hasattr(point.dense, "tolist") else list(point.dense)
+    vectors: dict[str, Any] = {DENSE: dense}
+    if point.sparse is not None and point.sparse.indices:
+        vectors[SPARSE] = qe.SparseVector(point.sparse.indices, point.sparse.values)
+    return vectors
+
+
+def _filter(selector: Selector) -> qe.Filter | None:
+    if selector.is_everything:
+        return None
+    must: list[Any] = []
+    if selector.sources is not None:
+        must.append(qe.FieldCondition(key="source", match=qe.MatchAny(list(selector.sources))))
+    if selector.source_prefix:
+        must.append(qe.FieldCondition(key="source", match=qe.MatchPrefix(selector.source_prefix)))
+    for key, value in selector.metadata.items():
+        must.append(_equals(f"metadata.{key}", value))
+    if selector.origin is not None:
+        must.append(qe.FieldCondition(key="origin", match=qe.MatchValue(selector.origin)))
+    if selector.file is not None:
+        must.append(qe.FieldCondition(key="file", match=qe.MatchValue(selector.file)))
+    if selector.persist is not None:
+        must.append(qe.FieldCondition(key="persist", match=qe.MatchValue(selector.persist)))
+    if selector.chunk_index_from is not None:
+        must.append(
+            qe.FieldCondition(key="chunk_index", range=qe.RangeFloat(gte=selector.chunk_index_from))
+        )
+    if selector.ids is not None:
+        must.append(qe.HasIdCondition(set(selector.ids)))
+    return qe.Filter(must=must)
+
+
+def _equals(key: str, value: Any) -> Any:
+    if isinstance(value, float) and not value.is_integer():
+        return qe.FieldCondition(key=key, range=qe.RangeFloat(gte=value, lte=value))
+    if isinstance(value, float):
+        value = int(value)
+    return qe.FieldCondition(key=key, match=qe.MatchValue(value))
+
+
+def _search_params(points: int) -> qe.SearchParams:
+    return qe.SearchParams(exact=True) if points < EXACT_BELOW else qe.SearchParams(hnsw_ef=HNSW_EF)
+
+
+def _str_id(pid: Any) -> str | None:
+    return None if pid is None else str(pid)

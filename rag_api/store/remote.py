@@ -1,0 +1,321 @@
+"""A Qdrant server or cluster through qdrant-client (and its in-memory mode, the tests' stand-in)."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from typing import Any, TypeVar
+
+from qdrant_client import QdrantClient
+from qdrant_client import models as m
+
+from rag_api.errors import StoreUnavailable
+from rag_api.store.base import (
+    PAYLOAD_INDEXES,
+    Store,
+    annotate,
+    hit_from,
+    id_scores,
+    rank_single_side,
+    record_from,
+    rrf_engine_k,
+)
+from rag_api.store.types import (
+    DENSE,
+    SPARSE,
+    CollectionInfo,
+    Hit,
+    Layout,
+    PointData,
+    Record,
+    SearchSpec,
+    Selector,
+)
+
+T = TypeVar("T")
+HNSW_EF = 128
+_SCHEMA = {"keyword": m.PayloadSchemaType.KEYWORD, "integer": m.PayloadSchemaType.INTEGER}
+
+
+class RemoteStore(Store):
+    """Collections, aliases and payload indexes on a Qdrant server (or `:memory:` for tests)."""
+
+    embedded = False
+
+    def __init__(self, url: str, api_key: str | None = None, timeout: float = 30.0) -> None:
+        self.location = url
+        if url == ":memory:":
+            self._client = QdrantClient(location=":memory:")
+            self._guard: Any = threading.RLock()  # the in-memory engine is not thread-safe
+        else:
+            self._client = QdrantClient(url=url, api_key=api_key, timeout=int(timeout))
+            self._guard = nullcontext()
+        self._infos: dict[str, tuple[int, str, str | None]] = {}
+
+    def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        try:
+            with self._guard, warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # local mode: "indexes have no effect"
+                return fn(*args, **kwargs)
+        except StoreUnavailable:
+            raise
+        except Exception as exc:
+            raise StoreUnavailable(f"Qdrant at {self.location}", str(exc)) from exc
+
+    # --- collections and aliases -------------------------------------------------------------
+
+    def resolve(self, name: str) -> str | None:
+        physical = self.aliases().get(name)
+        if physical is not None:
+            return physical
+        return name if self._call(self._client.collection_exists, name) else None
+
+    def aliases(self) -> dict[str, str]:
+        response = self._call(self._client.get_aliases)
+        return {a.alias_name: a.collection_name for a in response.aliases}
+
+    def physical_collections(self) -> list[str]:
+        response = self._call(self._client.get_collections)
+        return sorted(c.name for c in response.collections)
+
+    def physical_info(self, physical: str) -> CollectionInfo:
+        dim, dense_name, sparse_name = self._vector_layout(physical)
+        return CollectionInfo(
+            name=physical,
+            physical=physical,
+            dim=dim,
+            points=self.count(physical),
+            dense_name=dense_name,
+            sparse_name=sparse_name,
+        )
+
+    def _vector_layout(self, physical: str) -> tuple[int, str, str | None]:
+        if physical not in self._infos:
+            params = self._call(self._client.get_collection, physical).config.params
+            vectors = params.vectors
+            if isinstance(vectors, m.VectorParams):
+                dense_name, size = "", vectors.size
+            else:
+                vectors = vectors or {}
+                dense_name = DENSE if DENSE in vectors else next(iter(vectors), DENSE)
+                size = vectors[dense_name].size if dense_name in vectors else 0
+            sparse = params.sparse_vectors or {}
+            self._infos[physical] = (size, dense_name, SPARSE if SPARSE in sparse else None)
+        return self._infos[physical]
+
+    def create_physical(self, physical: str, dim: int, layout: Layout = Layout()) -> None:
+        self._call(
+            self._client.create_collection,
+            physical,
+            vectors_config={DENSE: m.VectorParams(size=dim, distance=m.Distance.COSINE)},
+            sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
+            shard_number=layout.shard_number,
+            replication_factor=layout.replication_factor,
+        )
+        for field, kind in PAYLOAD_INDEXES.items():
+            self._call(self._client.create_payload_index, physical, field, _SCHEMA[kind])
+
+    def drop_physical(self, physical: str) -> None:
+        self._infos.pop(physical, None)
+        self._call(self._client.delete_collection, physical)
+
+    def set_alias(self, name: str, physical: str) -> None:
+        operations: list[Any] = []
+        if name in self.aliases():
+            operations.append(m.DeleteAliasOperation(delete_alias=m.DeleteAlias(alias_name=name)))
+        operations.append(
+            m.CreateAliasOperation(
+                create_alias=m.CreateAlias(collection_name=physical, alias_name=name)
+            )
+        )
+        # one request: Qdrant applies the delete and the create together
+        self._call(self._client.update_collection_aliases, change_aliases_operations=operations)
+
+    def remove_alias(self, name: str) -> None:
+        if name in self.aliases():
+            op = m.DeleteAliasOperation(delete_alias=m.DeleteAlias(alias_name=name))
+            self._call(self._client.update_collection_aliases, change_aliases_operations=[op])
+
+    # --- points ------------------------------------------------------------------------------
+
+    def upsert(self, physical: str, points: Sequence[PointData]) -> None:
+        if not points:
+            return
+        structs = [m.PointStruct(id=p.id, vector=_vectors(p), payload=p.payload) for p in points]
+        self._call(self._client.upsert, physical, points=structs, wait=True)
+
+    def delete(self, physical: str, selector: Selector) -> None:
+        if selector.selects_nothing:
+            return
+        if selector.ids is not None and selector == Selector(ids=selector.ids):
+            target: Any = m.PointIdsList(points=list(selector.ids))
+        else:
+            target = m.FilterSelector(filter=_filter(selector) or m.Filter())
+        self._call(self._client.delete, physical, points_selector=target, wait=True)
+
+    def retrieve(self, physical: str, ids: Sequence[str], with_dense: bool = False) -> list[Record]:
+        if not ids:
+            return []
+        dense_name = self._vector_layout(physical)[1]
+        records = self._call(
+            self._client.retrieve,
+            physical,
+            ids=list(ids),
+            with_payload=True,
+            with_vectors=_with_vector(dense_name) if with_dense else False,
+        )
+        return [record_from(r, with_dense) for r in records]
+
+    def scroll(
+        self,
+        physical: str,
+        selector: Selector = Selector(),
+        limit: int = 256,
+        offset: str | None = None,
+        with_dense: bool = False,
+        fields: Sequence[str] | None = None,
+    ) -> tuple[list[Record], str | None]:
+        if selector.selects_nothing:
+            return [], None
+        dense_name = self._vector_layout(physical)[1]
+        records, next_offset = self._call(
+            self._client.scroll,
+            physical,
+            scroll_filter=_filter(selector),
+            limit=limit,
+            offset=offset,
+            with_payload=list(fields) if fields else True,
+            with_vectors=_with_vector(dense_name) if with_dense else False,
+        )
+        return [record_from(r, with_dense) for r in records], (
+            None if next_offset is None else str(next_offset)
+        )
+
+    def count(self, physical: str, selector: Selector = Selector()) -> int:
+        if selector.selects_nothing:
+            return 0
+        result = self._call(
+            self._client.count, physical, count_filter=_filter(selector), exact=True
+        )
+        return result.count
+
+    def facet(self, physical: str, key: str, selector: Selector = Selector()) -> dict[str, int]:
+        if selector.selects_nothing:
+            return {}
+        limit = max(self.count(physical), 1)
+        response = self._call(
+            self._client.facet,
+            physical,
+            key=key,
+            facet_filter=_filter(selector),
+            limit=limit,
+            exact=True,
+        )
+        return {str(h.value): h.count for h in response.hits if h.count > 0}
+
+    def search(self, physical: str, spec: SearchSpec, info: CollectionInfo) -> list[Hit]:
+        if spec.selector.selects_nothing:
+            return []
+        flt = _filter(spec.selector)
+        dense_using = info.dense_name or None
+        params = m.SearchParams(hnsw_ef=HNSW_EF)
+        dense_q = list(spec.dense) if spec.dense is not None else None
+        sparse_q = (
+            m.SparseVector(indices=spec.sparse.indices, values=spec.sparse.values)
+            if spec.sparse is not None and info.sparse_name
+            else None
+        )
+        if dense_q is not None and sparse_q is not None:
+            side = spec.candidates
+            requests = [
+                m.QueryRequest(
+                    prefetch=[
+                        m.Prefetch(
+                            query=dense_q, using=dense_using, limit=side, filter=flt, params=params
+                        ),
+                        m.Prefetch(query=sparse_q, using=info.sparse_name, limit=side, filter=flt),
+                    ],
+                    query=m.RrfQuery(rrf=m.Rrf(k=rrf_engine_k(spec.rrf_k))),
+                    filter=flt,
+                    limit=spec.limit,
+                    with_payload=True,
+                    with_vector=_with_vector(info.dense_name),
+                ),
+                m.QueryRequest(
+                    query=dense_q, using=dense_using, filter=flt, limit=side, params=params
+                ),
+                m.QueryRequest(query=sparse_q, using=info.sparse_name, filter=flt, limit=side),
+            ]
+            fused, dense, sparse = self._call(
+                self._client.query_batch_points, physical, requests=requests
+            )
+            hits = [hit_from(p, True) for p in fused.points]
+            return annotate(hits, id_scores(dense.points), id_scores(sparse.points), spec.dense)
+        if dense_q is None and sparse_q is None:
+            return []
+        side_name = "dense" if dense_q is not None else "sparse"
+        response = self._call(
+            self._client.query_points,
+            physical,
+            query=dense_q if dense_q is not None else sparse_q,
+            using=dense_using if dense_q is not None else info.sparse_name,
+            query_filter=flt,
+            limit=spec.limit,
+            search_params=params if dense_q is not None else None,
+            with_payload=True,
+            with_vectors=_with_vector(info.dense_name) if spec.with_dense else False,
+        )
+        hits = [hit_from(p, spec.with_dense) for p in response.points]
+        return rank_single_side(hits, side_name)
+
+    def close(self) -> None:
+        self._call(self._client.close)
+
+
+def _with_vector(dense_name: str) -> Any:
+    return [dense_name] if dense_name else True
+
+
+def _vectors(point: PointData) -> dict[str, Any]:
+    dense = point.dense.tolist() if hasattr(point.dense, "tolist") else list(point.dense)
+    vectors: dict[str, Any] = {DENSE: dense}
+    if point.sparse is not None and point.sparse.indices:
+        vectors[SPARSE] = m.SparseVector(indices=point.sparse.indices, values=point.sparse.values)
+    return vectors
+
+
+def _filter(selector: Selector) -> m.Filter | None:
+    if selector.is_everything:
+        return None
+    must: list[Any] = []
+    if selector.sources is not None:
+        must.append(m.FieldCondition(key="source", match=m.MatchAny(any=list(selector.sources))))
+    if selector.source_prefix:
+        must.append(
+            m.FieldCondition(key="source", match=m.MatchPrefix(prefix=selector.source_prefix))
+        )
+    for key, value in selector.metadata.items():
+        must.append(_equals(f"metadata.{key}", value))
+    if selector.origin is not None:
+        must.append(m.FieldCondition(key="origin", match=m.MatchValue(value=selector.origin)))
+    if selector.file is not None:
+        must.append(m.FieldCondition(key="file", match=m.MatchValue(value=selector.file)))
+    if selector.persist is not None:
+        must.append(m.FieldCondition(key="persist", match=m.MatchValue(value=selector.persist)))
+    if selector.chunk_index_from is not None:
+        must.append(
+            m.FieldCondition(key="chunk_index", range=m.Range(gte=selector.chunk_index_from))
+        )
+    if selector.ids is not None:
+        must.append(m.HasIdCondition(has_id=list(selector.ids)))
+    return m.Filter(must=must)
+
+
+def _equals(key: str, value: Any) -> Any:
+    if isinstance(value, float) and not value.is_integer():
+        return m.FieldCondition(key=key, range=m.Range(gte=value, lte=value))
+    if isinstance(value, float):
+        value = int(value)
+    return m.FieldCondition(key=key, match=m.MatchValue(value=value))

@@ -1,0 +1,124 @@
+"""Engine-neutral data types of the store: what goes in, what comes out, how points are selected."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+Scalar = str | int | float | bool
+DENSE = "dense"
+SPARSE = "bm25"
+
+
+@dataclass(frozen=True, slots=True)
+class SparseVec:
+    indices: list[int]
+    values: list[float]
+
+
+@dataclass(frozen=True, slots=True)
+class PointData:
+    """A point to write: id, dense vector, optional BM25 sparse vector, payload."""
+
+    id: str
+    dense: Sequence[float]
+    payload: dict[str, Any]
+    sparse: SparseVec | None = None
+
+
+@dataclass(slots=True)
+class Record:
+    """A stored point as read back (scroll, retrieve)."""
+
+    id: str
+    payload: dict[str, Any]
+    dense: list[float] | None = None
+
+
+@dataclass(slots=True)
+class Hit:
+    """A search result: the fused score plus, where it had one, each side's score and 1-based rank."""
+
+    id: str
+    score: float
+    payload: dict[str, Any]
+    dense_score: float | None = None
+    dense_rank: int | None = None
+    sparse_score: float | None = None
+    sparse_rank: int | None = None
+    dense: list[float] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Selector:
+    """Which points an operation applies to; every condition must hold (None = no condition).
+
+    `sources=()` selects nothing at all: an empty allowlist allows no document.
+    """
+
+    sources: tuple[str, ...] | None = None
+    source_prefix: str | None = None
+    metadata: Mapping[str, Scalar] = field(default_factory=dict)
+    origin: str | None = None
+    file: str | None = None
+    persist: bool | None = None
+    chunk_index_from: int | None = None
+    ids: tuple[str, ...] | None = None
+
+    @property
+    def selects_nothing(self) -> bool:
+        return self.sources == () or self.ids == ()
+
+    @property
+    def is_everything(self) -> bool:
+        return self == Selector()
+
+    def narrowed(self, **changes: Any) -> Selector:
+        """A copy with more conditions."""
+        from dataclasses import replace
+
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchSpec:
+    """One search: dense and/or sparse query vectors (both = hybrid, fused with RRF inside Qdrant)."""
+
+    limit: int
+    dense: Sequence[float] | None = None
+    sparse: SparseVec | None = None
+    selector: Selector = Selector()
+    candidates: int = 50
+    rrf_k: int = 60
+    with_dense: bool = False
+
+    @property
+    def mode(self) -> str:
+        if self.dense is not None and self.sparse is not None:
+            return "hybrid"
+        return "dense" if self.dense is not None else "sparse"
+
+
+@dataclass(frozen=True, slots=True)
+class CollectionInfo:
+    """What the engine knows of one collection: its physical name, dense size, sparse support, points."""
+
+    name: str
+    physical: str
+    dim: int
+    points: int
+    dense_name: str = DENSE
+    sparse_name: str | None = SPARSE
+
+    @property
+    def has_sparse(self) -> bool:
+        return self.sparse_name is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """How a server spreads a new collection (shards, replicas); the embedded engine has one shard."""
+
+    shard_number: int | None = None
+    replication_factor: int | None = None

@@ -1,0 +1,37 @@
+"""Dataset loaders and trec_eval-compatible IR metrics for the retrieval benchmarks."""
+
+from scripts.evallib.datasets import (
+    DATASETS,
+    Dataset,
+    Doc,
+    default_data_dir,
+    load_dataset,
+    subsample,
+)
+from scripts.evallib.metrics import (
+    Evaluation,
+    chunks_to_docs,
+    evaluate,
+    latency_summary,
+    mrr_at_k,
+    ndcg_at_k,
+    rank,
+    recall_at_k,
+)
+
+__all__ = [
+    "DATASETS",
+    "Dataset",
+    "Doc",
+    "Evaluation",
+    "chunks_to_docs",
+    "default_data_dir",
+    "evaluate",
+    "latency_summary",
+    "load_dataset",
+    "mrr_at_k",
+    "ndcg_at_k",
+    "rank",
+    "recall_at_k",
+    "subsample",
+]

@@ -1,0 +1,189 @@
+"""Shared fixtures: fresh settings and tmp data dirs per test, both Qdrant engines, live servers."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+import yaml
+
+from rag_api.app import create_app
+from rag_api.hub import Hub
+from rag_api.settings import Settings
+
+pytest_plugins = ["tests.fakes.fixtures"]
+
+REPO = Path(__file__).resolve().parents[1]
+ENGINES = ["edge", "memory"]
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def hash_collection(kb: Path | None = None, dim: int = 64, **overrides: Any) -> dict[str, Any]:
+    """A collection entry using the deterministic test embedder and the extractive generator."""
+    entry: dict[str, Any] = {
+        "language": "en",
+        "embedder": {"provider": "hash", "model": "hash-test", "dim": dim},
+        "chunking": {"size": 200, "overlap": 20},
+        "retrieval": {"top_k": 5, "threshold": 0.0, "mode": "hybrid"},
+        "llm": {"provider": "extractive"},
+    }
+    if kb is not None:
+        entry["kb"] = str(kb)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(entry.get(key), dict):
+            entry[key] = {**entry[key], **value}
+        else:
+            entry[key] = value
+    return entry
+
+
+def minilm_collection(kb: Path | None = None, **overrides: Any) -> dict[str, Any]:
+    """A collection entry on the bundled all-MiniLM-L6-v2 model."""
+    embedder = {"provider": "sentence-transformers", "model": "all-MiniLM-L6-v2", "dim": 384}
+    return hash_collection(kb, embedder=embedder, **overrides)
+
+
+def write_config(path: Path, collections: dict[str, dict[str, Any]], **top: Any) -> Path:
+    """Write a collections.yaml; the first collection is the default unless told otherwise."""
+    document = {"default_collection": next(iter(collections)), **top, "collections": collections}
+    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    """Each store test runs on the embedded engine and on qdrant-client (the server code path)."""
+    return request.param
+
+
+@pytest.fixture
+def make_settings(tmp_path: Path) -> Callable[..., Settings]:
+    """Settings on a tmp data dir; engine 'edge' (embedded) or 'memory' (qdrant-client :memory:)."""
+
+    def make(config: Path, engine: str = "edge", **overrides: Any) -> Settings:
+        return Settings(
+            config=config,
+            data_dir=tmp_path / "data",
+            qdrant_url=None if engine == "edge" else ":memory:",
+            ollama_url=overrides.pop("ollama_url", "http://127.0.0.1:9"),
+            **overrides,
+        )
+
+    return make
+
+
+@pytest.fixture
+def open_hub() -> Iterator[Callable[[Settings], Hub]]:
+    """Open hubs that are closed at the end of the test."""
+    hubs: list[Hub] = []
+
+    def opener(settings: Settings) -> Hub:
+        hub = Hub.open(settings)
+        hubs.append(hub)
+        return hub
+
+    yield opener
+    for hub in hubs:
+        hub.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class LiveServer:
+    """The real app under uvicorn on a loopback port, in a thread."""
+
+    def __init__(self, settings: Settings, hub: Hub | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.app = create_app(settings, hub=hub)
+        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+
+    @property
+    def hub(self) -> Hub:
+        return self.app.state.hub
+
+    def start(self) -> LiveServer:
+        self._thread.start()
+        deadline = time.monotonic() + 60
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the app did not start")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=30)
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=60, **kwargs)
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., LiveServer]]:
+    """Start live servers (stopped at the end of the test): serve(settings) -> LiveServer."""
+    servers: list[LiveServer] = []
+
+    def start(settings: Settings, hub: Hub | None = None) -> LiveServer:
+        server = LiveServer(settings, hub).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
+    """`rag-hub ARGS` as a subprocess of this checkout's code."""
+    full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "rag_api", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd or REPO,
+        timeout=timeout,
+    )
+
+
+def assert_error_shape(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    """Every error: the status, and {"error": {"code", "message"}} with a readable message."""
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert set(body) == {"error"}, body
+    error = body["error"]
+    assert error["code"] == code, body
+    assert isinstance(error["message"], str) and len(error["message"]) > 5, body
+    return error
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, interval: float = 0.05) -> Any:
+    """Poll until predicate() is truthy; fail with a clear message after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s")
+        time.sleep(interval)

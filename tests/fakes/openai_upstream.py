@@ -1,0 +1,139 @@
+"""FakeOpenAI: an OpenAI-compatible upstream (vLLM, LM Studio, llama.cpp) over real HTTP."""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+import time
+import uuid
+from collections.abc import Generator, Iterable, Mapping
+
+from tests.fakes.http import FakeServer, Reject, Request, Response, Stream, message_text, words
+from tests.fakes.ollama import embed
+
+
+def _usage(prompt: int, completion: int) -> dict:
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def _choice(delta: dict, finish_reason: str | None = None) -> list[dict]:
+    return [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]
+
+
+def _event(obj: dict) -> bytes:
+    return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+
+def _encode(vector: list[float], encoding_format: str) -> list[float] | str:
+    if encoding_format == "float":
+        return vector
+    return base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
+
+
+class FakeOpenAI(FakeServer):
+    """OpenAI-compatible API under /v1; `required_api_key` makes a Bearer key mandatory."""
+
+    def __init__(
+        self,
+        chat_models: Iterable[str] = ("gpt-4o-mini",),
+        embed_models: Mapping[str, int] | None = None,
+        required_api_key: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.chat_models = list(chat_models)
+        self.embed_models = dict(embed_models or {"text-embedding-3-small": 1536})
+        self.required_api_key = required_api_key
+        self.routes = {
+            ("GET", "/v1/models"): self._models,
+            ("POST", "/v1/chat/completions"): self._chat,
+            ("POST", "/v1/embeddings"): self._embeddings,
+        }
+
+    def error(
+        self, status: int, message: str, code: str | None = None, param: str | None = None
+    ) -> Response:
+        """OpenAI's error shape: {"error": {"message", "type", "param", "code"}}."""
+        kind = "server_error" if status >= 500 else "invalid_request_error"
+        return status, {"error": {"message": message, "type": kind, "param": param, "code": code}}
+
+    def guard(self, request: Request) -> None:
+        """Refuse with 401 unless the Bearer key matches `required_api_key` (when set)."""
+        expected = f"Bearer {self.required_api_key}"
+        if self.required_api_key is not None and request.headers.get("authorization") != expected:
+            raise Reject(self.error(401, "Incorrect API key provided.", code="invalid_api_key"))
+
+    def _require_model(self, name: str, known: Iterable[str]) -> None:
+        if name not in known:
+            message = f"The model `{name}` does not exist or you do not have access to it."
+            raise Reject(self.error(404, message, code="model_not_found", param="model"))
+
+    def _models(self, request: Request) -> Response:
+        names = self.chat_models + list(self.embed_models)
+        data = [
+            {"id": n, "object": "model", "created": 1_700_000_000, "owned_by": "fake"}
+            for n in names
+        ]
+        return 200, {"object": "list", "data": data}
+
+    def _chat(self, request: Request) -> Response:
+        body = request.body
+        name = body.get("model", "")
+        self._require_model(name, self.chat_models)
+        text = self.reply_text(body)
+        prompt = sum(words(message_text(m.get("content"))) for m in body.get("messages") or [])
+        head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": name}
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            chunks = self._events(head, text, prompt, include_usage)
+            return 200, Stream("text/event-stream", chunks)
+        text = "".join(self.pieces(text))
+        choice = {"index": 0, "message": {"role": "assistant", "content": text}}
+        choice |= {"logprobs": None, "finish_reason": "stop"}
+        return 200, {
+            **head,
+            "object": "chat.completion",
+            "choices": [choice],
+            "usage": _usage(prompt, words(text)),
+        }
+
+    def _events(self, head: dict, text: str, prompt: int, include_usage: bool) -> Generator[bytes]:
+        head = {**head, "object": "chat.completion.chunk"}
+        extra = {"usage": None} if include_usage else {}
+        yield _event({**head, "choices": _choice({"role": "assistant", "content": ""}), **extra})
+        for piece in self.pieces(text):
+            yield _event({**head, "choices": _choice({"content": piece}), **extra})
+        yield _event({**head, "choices": _choice({}, "stop"), **extra})
+        if include_usage:
+            yield _event({**head, "choices": [], "usage": _usage(prompt, words(text))})
+        yield b"data: [DONE]\n\n"
+
+    def _embeddings(self, request: Request) -> Response:
+        body = request.body
+        name, texts = body.get("model", ""), body.get("input")
+        self._require_model(name, self.embed_models)
+        texts = [texts] if isinstance(texts, str) else texts
+        if not texts or not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+            raise Reject(
+                self.error(400, "input must be a string or a list of strings", param="input")
+            )
+        encoding_format = body.get("encoding_format") or "float"
+        if encoding_format not in ("float", "base64"):
+            raise Reject(
+                self.error(400, "encoding_format must be float or base64", param="encoding_format")
+            )
+        try:
+            vectors = [embed(t, self.embed_models[name], body.get("dimensions")) for t in texts]
+        except ValueError as exc:
+            raise Reject(self.error(400, str(exc), param="dimensions")) from None
+        data = [
+            {"object": "embedding", "index": i, "embedding": _encode(v, encoding_format)}
+            for i, v in enumerate(vectors)
+        ]
+        tokens = sum(words(t) for t in texts)
+        usage = {"prompt_tokens": tokens, "total_tokens": tokens}
+        return 200, {"object": "list", "data": data, "model": name, "usage": usage}
