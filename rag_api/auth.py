@@ -1,0 +1,45 @@
+"""Optional bearer-token auth: RAG_API_KEY guards reads and the OpenAI routes, RAG_ADMIN_API_KEY writes."""
+
+from __future__ import annotations
+
+import hmac
+
+from fastapi import Request
+
+from rag_api.errors import Unauthorized
+from rag_api.settings import Settings
+
+
+def bearer_token(request: Request) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header, if any."""
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def _matches(token: str | None, *keys: str | None) -> bool:
+    # compare against every configured key in constant time, without short-circuiting
+    matched = False
+    for key in keys:
+        if key is not None and token is not None:
+            matched |= hmac.compare_digest(token.encode(), key.encode())
+    return matched
+
+
+def _settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+def require_reader(request: Request) -> None:
+    """Reads: open unless a key is set; then RAG_API_KEY or RAG_ADMIN_API_KEY."""
+    settings = _settings(request)
+    keys = (settings.api_key, settings.admin_api_key)
+    if any(keys) and not _matches(bearer_token(request), *keys):
+        raise Unauthorized("missing or invalid bearer token (Authorization: Bearer <key>)")
+
+
+def require_admin(request: Request) -> None:
+    """Writes: open unless RAG_ADMIN_API_KEY is set; then only that key."""
+    key = _settings(request).admin_api_key
+    if key and not _matches(bearer_token(request), key):
+        raise Unauthorized("this endpoint changes the knowledge base: it needs RAG_ADMIN_API_KEY")
