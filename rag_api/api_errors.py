@@ -31,12 +31,15 @@ def describe_validation(exc: RequestValidationError) -> tuple[str, str | None]:
     parts = []
     first: str | None = None
     for error in exc.errors():
-        loc = [str(p) for p in error.get("loc", ()) if p not in ("body", "query", "path")]
-        name = ".".join(loc) or "body"
+        loc = [str(p) for p in error.get("loc", ())]
+        where = loc.pop(0) if loc and loc[0] in ("body", "query", "path", "header") else "body"
+        name = ".".join(loc) or where
         first = first or name
         message = error.get("msg", "invalid").removeprefix("Value error, ")
         if error.get("type") == "json_invalid":
             name, message = "body", "invalid JSON"
+        elif name == "body" and error.get("type") == "missing":
+            message = "a JSON request body is required"
         parts.append(f"{name}: {message}")
     return "; ".join(parts) or "invalid request", first
 

@@ -71,12 +71,13 @@ def decode_text(data: bytes) -> str:
     if b"\x00" in data[:8192]:
         raise UnreadableFile("binary content (NUL bytes) in a text file")
     try:
-        return data.decode("utf-8-sig")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         text = data.decode("latin-1")
-    controls = sum(1 for ch in text[:8192] if ord(ch) < 32 and ch not in "\t\n\r\f")
-    if controls > len(text[:8192]) * 0.05:
-        raise UnreadableFile("undecodable bytes: neither UTF-8 nor latin-1 text")
+    sample = text[:8192]
+    controls = sum(1 for ch in sample if ord(ch) < 32 and ch not in "\t\n\r\f")
+    if controls > len(sample) * 0.05:
+        raise UnreadableFile("undecodable bytes: control characters, not UTF-8 or latin-1 text")
     return text
 
 

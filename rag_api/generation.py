@@ -256,11 +256,15 @@ def extractive_answer(
             first_overlap = overlap[best]
         elif overlap[best] == 0 or overlap[best] * 2 < first_overlap:
             continue  # a weaker passage sharing little with the question adds noise
-        text, follow = sentences[best], best + 1
-        if best in headings or text.endswith("?"):  # its answer follows it
+        # a heading names the answer and a question asks for it: what follows is the answer
+        text = "" if best in headings else sentences[best]
+        follow = best + 1
+        if best in headings or text.endswith("?"):
             while len(text) < 80 and follow < len(sentences) and follow not in headings:
-                text += " " + sentences[follow]
+                text = f"{text} {sentences[follow]}".strip()
                 follow += 1
+        if not text:
+            continue
         lines.append(f"- {text} [{n}]")
     language_pack = pack(language)
     header = language_pack.extractive_fallback if fallback else language_pack.extractive

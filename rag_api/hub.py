@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import threading
 
 from rag_api.collection import Collection
 from rag_api.config import HubConfig, load_config
@@ -29,8 +28,6 @@ class Hub:
             name: Collection(name, cfg, config.kb_path(name), store, self.embeddings)
             for name, cfg in config.collections.items()
         }
-        self.problems: dict[str, str] = {}
-        self._lock = threading.Lock()
 
     @classmethod
     def open(cls, settings: Settings, config: HubConfig | None = None) -> Hub:
@@ -48,7 +45,8 @@ class Hub:
         return collection
 
     def load_models(self) -> dict[str, str]:
-        """Load every enabled collection's embedder and check its real dimension.
+        """Load every enabled collection's embedder, check its real dimension, and for remote
+        embedders that they answer now.
 
         Returns the problems (collection -> reason) instead of raising for upstream embedders, so
         the API can start and report them on /ready; a wrong `dim` is a configuration error.
@@ -58,14 +56,12 @@ class Hub:
             if not collection.cfg.enabled:
                 continue
             try:
-                self.embeddings.check_dimension(collection.cfg.embedder, name)
+                self.embeddings.probe(collection.cfg.embedder, name)
             except RagError as exc:
                 if exc.code == "CONFIG_INVALID":
                     raise
                 problems[name] = exc.message
                 log.warning("collection %s not ready: %s", name, exc.message)
-        with self._lock:
-            self.problems = problems
         return problems
 
     def close(self) -> None:

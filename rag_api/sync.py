@@ -95,6 +95,7 @@ def sync_collection(
     report = SyncReport(collection.name)
     if collection.kb_path is None:
         return report
+    collection.writable()  # a model or dimension mismatch stops here, even if no file changed
     files, report.skipped = kb.scan(collection.kb_path, max_bytes)
     report.files = len(files)
     stored = stored_files(collection)

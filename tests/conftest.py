@@ -51,6 +51,7 @@ def hash_collection(kb: Path | None = None, dim: int = 64, **overrides: Any) -> 
 def minilm_collection(kb: Path | None = None, **overrides: Any) -> dict[str, Any]:
     """A collection entry on the bundled all-MiniLM-L6-v2 model."""
     embedder = {"provider": "sentence-transformers", "model": "all-MiniLM-L6-v2", "dim": 384}
+    overrides = {"chunking": {"size": 512, "overlap": 64}, **overrides}
     return hash_collection(kb, embedder=embedder, **overrides)
 
 
@@ -72,13 +73,13 @@ def make_settings(tmp_path: Path) -> Callable[..., Settings]:
     """Settings on a tmp data dir; engine 'edge' (embedded) or 'memory' (qdrant-client :memory:)."""
 
     def make(config: Path, engine: str = "edge", **overrides: Any) -> Settings:
-        return Settings(
-            config=config,
-            data_dir=tmp_path / "data",
-            qdrant_url=None if engine == "edge" else ":memory:",
-            ollama_url=overrides.pop("ollama_url", "http://127.0.0.1:9"),
-            **overrides,
-        )
+        values: dict[str, Any] = {
+            "config": config,
+            "data_dir": tmp_path / "data",
+            "qdrant_url": None if engine == "edge" else ":memory:",
+            "ollama_url": "http://127.0.0.1:9",  # nothing listens: no test reaches a real Ollama
+        }
+        return Settings(**{**values, **overrides})
 
     return make
 
@@ -113,7 +114,14 @@ class LiveServer:
         self.app = create_app(settings, hub=hub)
         config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning")
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.exit_code: int | None = None
+
+    def _run(self) -> None:
+        try:
+            self._server.run()
+        except SystemExit as exc:  # uvicorn exits when the lifespan fails to start
+            self.exit_code = int(exc.code or 0)
 
     @property
     def hub(self) -> Hub:

@@ -25,7 +25,7 @@ def ready(request: Request) -> dict:
         hub.store.physical_collections()
     except RagError as exc:
         raise NotReady(f"store: {exc.message}") from exc
-    problems = hub.load_models() if hub.problems else {}
+    problems = hub.load_models()
     if problems:
         raise NotReady("; ".join(f"{name}: {reason}" for name, reason in sorted(problems.items())))
     return {"status": "ready", "store": hub.store.location, "collections": sorted(hub.collections)}

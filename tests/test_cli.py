@@ -1,0 +1,86 @@
+"""The rag-hub command: one-line errors, exit 1 for domain errors and 2 for usage; idempotent index."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rag_api.store.edge import EdgeStore
+from tests.conftest import hash_collection, run_cli, write_config
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> dict[str, str]:
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "faq.md").write_text("## Refunds\n\nRefunds are possible within 30 days of purchase.\n")
+    (kb / "policy.md").write_text("## Vacation\n\nEmployees get 25 days of vacation per year.\n")
+    (kb / "broken.jsonl").write_text('{"text": "fine"}\nnot json\n')
+    config = write_config(tmp_path / "collections.yaml", {"docs": hash_collection(kb)})
+    return {"RAG_CONFIG": str(config), "RAG_DATA_DIR": str(tmp_path / "data")}
+
+
+def test_index_twice_embeds_zero_the_second_time(workspace: dict[str, str]) -> None:
+    first = run_cli("index", env=workspace)
+    assert first.returncode == 0, first.stderr
+    assert "docs: 3 files (3 indexed, 0 unchanged, 0 removed); chunks: 3 embedded" in first.stdout
+    assert "broken.jsonl: line 2: invalid JSON" in first.stdout
+    second = run_cli("index", "--json", env=workspace)
+    (report,) = json.loads(second.stdout)
+    assert (report["indexed"], report["unchanged"], report["chunks_embedded"]) == (0, 3, 0)
+
+
+def test_query_and_collections(workspace: dict[str, str]) -> None:
+    run_cli("index", env=workspace)
+    answer = run_cli("query", "docs", "refund days", "--json", env=workspace)
+    body = json.loads(answer.stdout)
+    assert body["sources"][0]["source"] == "faq.md" and "30 days" in body["answer"]
+    only = run_cli(
+        "query", "docs", "days", "--source", "policy.md", "--no-generate", "--json", env=workspace
+    )
+    assert {s["source"] for s in json.loads(only.stdout)["sources"]} == {"policy.md"}
+    human = run_cli("query", "docs", "refund days", env=workspace)
+    assert "30 days" in human.stdout and "[1] faq.md#0" in human.stdout
+    (row,) = json.loads(run_cli("collections", "--json", env=workspace).stdout)
+    assert (row["name"], row["points"], row["embedder"]) == ("docs", 3, "hash:hash-test")
+
+
+def test_domain_errors_are_one_line_exit_1(workspace: dict[str, str], tmp_path: Path) -> None:
+    unknown = run_cli("query", "nope", "x", env=workspace)
+    assert unknown.returncode == 1
+    assert (
+        unknown.stderr.strip() == "error: collection 'nope' is not configured in collections.yaml"
+    )
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "default_collection: docs\ncollections:\n  docs:\n    embedder: {provider: hash, model: h, dim: 8, size: 3}\n"
+    )
+    checked = run_cli("config", "check", env={**workspace, "RAG_CONFIG": str(bad)})
+    assert checked.returncode == 1
+    assert (
+        checked.stderr.strip()
+        == f"error: {bad}: collection 'docs': embedder.size: Extra inputs are not permitted"
+    )
+    ok = run_cli("config", "check", env=workspace)
+    assert ok.returncode == 0 and "valid, 1 collections" in ok.stdout
+
+
+def test_usage_errors_exit_2(workspace: dict[str, str]) -> None:
+    assert run_cli("query", "docs", env=workspace).returncode == 2
+    assert run_cli("query", "docs", "x", "--mode", "fuzzy", env=workspace).returncode == 2
+    assert run_cli("query", "docs", "x", "--filter", "novalue", env=workspace).returncode == 2
+    assert run_cli("frobnicate", env=workspace).returncode == 2
+    assert run_cli("--help").returncode == 0 and run_cli("-h").stdout.startswith("Usage: rag-hub")
+
+
+def test_writing_while_a_server_owns_the_store(workspace: dict[str, str]) -> None:
+    holder = EdgeStore(Path(workspace["RAG_DATA_DIR"]) / "qdrant")
+    try:
+        locked = run_cli("index", env=workspace)
+    finally:
+        holder.close()
+    assert locked.returncode == 1
+    assert "is in use by pid" in locked.stderr and "HTTP admin API" in locked.stderr
+    assert len(locked.stderr.strip().splitlines()) == 1
