@@ -24,7 +24,7 @@ from rag_api.settings import Settings
 pytest_plugins = ["tests.fakes.fixtures"]
 
 REPO = Path(__file__).resolve().parents[1]
-ENGINES = ["edge", "memory"]
+ENGINES = ["edge", "memory", pytest.param("server", marks=pytest.mark.qdrant_server)]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -62,21 +62,58 @@ def write_config(path: Path, collections: dict[str, dict[str, Any]], **top: Any)
     return path
 
 
+@pytest.fixture(scope="session")
+def qdrant_server_url() -> Iterator[str]:
+    """A real Qdrant server: RAG_TEST_QDRANT_URL, else the qdrant/qdrant image via testcontainers
+    when a Docker engine answers, else the test is skipped with the reason."""
+    url = os.environ.get("RAG_TEST_QDRANT_URL")
+    if url:
+        yield url
+        return
+    try:
+        import docker
+
+        docker.from_env().ping()
+    except Exception as exc:
+        pytest.skip(
+            f"no Qdrant server: RAG_TEST_QDRANT_URL unset and no Docker engine ({type(exc).__name__})"
+        )
+    from testcontainers.qdrant import QdrantContainer
+
+    with QdrantContainer() as container:
+        yield f"http://{container.rest_host_address}"
+
+
 @pytest.fixture(params=ENGINES)
 def engine(request: pytest.FixtureRequest) -> str:
-    """Each store test runs on the embedded engine and on qdrant-client (the server code path)."""
+    """Store-level tests run on the embedded engine, on qdrant-client's in-memory mode (the server
+    code path) and, with the qdrant_server marker, on a real server."""
+    if request.param == "server":
+        _empty_server(request.getfixturevalue("qdrant_server_url"))
     return request.param
 
 
+def _empty_server(url: str) -> None:
+    from qdrant_client import QdrantClient
+
+    client = QdrantClient(url=url)
+    for collection in client.get_collections().collections:
+        client.delete_collection(collection.name)
+
+
 @pytest.fixture
-def make_settings(tmp_path: Path) -> Callable[..., Settings]:
-    """Settings on a tmp data dir; engine 'edge' (embedded) or 'memory' (qdrant-client :memory:)."""
+def make_settings(tmp_path: Path, request: pytest.FixtureRequest) -> Callable[..., Settings]:
+    """Settings on a tmp data dir for an engine: 'edge' (embedded), 'memory' (qdrant-client
+    :memory:) or 'server' (the qdrant_server_url fixture)."""
 
     def make(config: Path, engine: str = "edge", **overrides: Any) -> Settings:
+        urls = {"edge": None, "memory": ":memory:"}
         values: dict[str, Any] = {
             "config": config,
             "data_dir": tmp_path / "data",
-            "qdrant_url": None if engine == "edge" else ":memory:",
+            "qdrant_url": urls[engine]
+            if engine in urls
+            else request.getfixturevalue("qdrant_server_url"),
             "ollama_url": "http://127.0.0.1:9",  # nothing listens: no test reaches a real Ollama
         }
         return Settings(**{**values, **overrides})

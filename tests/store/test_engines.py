@@ -37,11 +37,8 @@ def vector(i: int, dim: int = 4) -> list[float]:
 
 
 @pytest.fixture
-def store(engine: str, tmp_path: Path) -> Store:
-    settings = Settings(
-        data_dir=tmp_path / "data", qdrant_url=None if engine == "edge" else ":memory:"
-    )
-    opened = open_store(settings)
+def store(engine: str, make_settings) -> Store:
+    opened = open_store(make_settings(Path("unused.yaml"), engine))
     yield opened
     opened.close()
 
