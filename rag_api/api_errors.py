@@ -31,12 +31,14 @@ def describe_validation(exc: RequestValidationError) -> tuple[str, str | None]:
     parts = []
     first: str | None = None
     for error in exc.errors():
-        loc = [str(p) for p in error.get("loc", ()) if p not in ("body", "query", "path")]
+        loc = [str(p) for p in error.get("loc", ())]
+        if loc and loc[0] in ("body", "query", "path"):  # where it came from, not a field
+            loc = loc[1:]
         name = ".".join(loc) or "body"
-        first = first or name
         message = error.get("msg", "invalid").removeprefix("Value error, ")
         if error.get("type") == "json_invalid":
             name, message = "body", "invalid JSON"
+        first = first or name
         parts.append(f"{name}: {message}")
     return "; ".join(parts) or "invalid request", first
 
