@@ -50,19 +50,21 @@ class AnswerStream:
     usage: Usage = field(default_factory=Usage)
     finish_reason: str = "stop"
     _pieces: Iterator[str] | None = None
+    _read: bool = False
 
     def __iter__(self) -> Iterator[str]:
-        assert self._pieces is not None, "an answer can be read once"
-        pieces_, self._pieces = self._pieces, None
-        return pieces_
+        assert self._pieces is not None and not self._read, "an answer can be read once"
+        self._read = True
+        return self._pieces
 
     def text(self) -> str:
         return "".join(self)
 
     def close(self) -> None:
-        """Stop generating (the client went away): closes the upstream request."""
-        if self._pieces is not None and hasattr(self._pieces, "close"):
-            self._pieces.close()
+        """Stop generating (the client went away): closes the upstream request, also mid-read."""
+        close = getattr(self._pieces, "close", None)
+        if close is not None:
+            close()
 
 
 def answer(

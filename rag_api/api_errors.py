@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rag_api.errors import RagError
+from rag_api.openai_compat.errors import is_openai_path, openai_error_response
 
 log = logging.getLogger("rag_api.http")
 _HTTP_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE"}
@@ -26,6 +27,20 @@ def error_response(
     return JSONResponse(error_body(code, message), status_code=status, headers=headers)
 
 
+def _respond(
+    request: Request,
+    status: int,
+    code: str,
+    message: str,
+    param: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    # the OpenAI routes answer in OpenAI's error shape so SDKs raise their usual exceptions
+    if is_openai_path(request.url.path):
+        return openai_error_response(status, code, message, param, headers)
+    return error_response(status, code, message, headers)
+
+
 def describe_validation(exc: RequestValidationError) -> tuple[str, str | None]:
     """A readable sentence naming each invalid field, and the first field's name."""
     parts = []
@@ -34,12 +49,12 @@ def describe_validation(exc: RequestValidationError) -> tuple[str, str | None]:
         loc = [str(p) for p in error.get("loc", ())]
         where = loc.pop(0) if loc and loc[0] in ("body", "query", "path", "header") else "body"
         name = ".".join(loc) or where
-        first = first or name
         message = error.get("msg", "invalid").removeprefix("Value error, ")
         if error.get("type") == "json_invalid":
             name, message = "body", "invalid JSON"
         elif name == "body" and error.get("type") == "missing":
             message = "a JSON request body is required"
+        first = first or name
         parts.append(f"{name}: {message}")
     return "; ".join(parts) or "invalid request", first
 
@@ -52,12 +67,12 @@ def install_error_handlers(app: FastAPI) -> None:
         if exc.status >= 500:
             log.warning("%s %s -> %s: %s", request.method, request.url.path, exc.code, exc.message)
         headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-        return error_response(exc.status, exc.code, exc.message, headers)
+        return _respond(request, exc.status, exc.code, exc.message, exc.param, headers)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        message, _ = describe_validation(exc)
-        return error_response(422, "INVALID_REQUEST", message)
+        message, field = describe_validation(exc)
+        return _respond(request, 422, "INVALID_REQUEST", message, field)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -65,9 +80,9 @@ def install_error_handlers(app: FastAPI) -> None:
         message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
         if exc.status_code == 404 and message == "Not Found":
             message = f"no route {request.method} {request.url.path}"
-        return error_response(exc.status_code, code, message)
+        return _respond(request, exc.status_code, code, message)
 
     @app.exception_handler(Exception)
     async def _crash(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return error_response(500, "INTERNAL_ERROR", f"internal error: {type(exc).__name__}")
+        return _respond(request, 500, "INTERNAL_ERROR", f"internal error: {type(exc).__name__}")

@@ -1,0 +1,1 @@
+"""The OpenAI-compatible surface: request schemas, conversations, routing, replies, SSE, error shape."""

@@ -1,0 +1,115 @@
+"""From OpenAI messages (chat) or input items (Responses) to one conversation: question, history, system.
+
+Contents are flattened recursively — strings, lists of content parts, dicts nesting either — because
+clients such as AnythingLLM send `[{"type": "input_text", "text": ...}]` where a string would do.
+Parts that carry no text (images, audio, files) are skipped; an unknown part type is an error that
+names where it is (e.g. `messages[2].content[0].type`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rag_api.errors import InvalidRequest
+from rag_api.generation import Messages
+from rag_api.openai_compat.schemas import ChatMessage
+
+TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+SILENT_PARTS = frozenset(
+    {"image_url", "input_image", "input_audio", "file", "input_file", "refusal"}
+)
+INPUT_ROLES = frozenset({"user", "assistant", "system", "developer"})
+Turn = tuple[str, str]  # (role, text)
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """The last user message (the question), the user/assistant turns before it, and the system text."""
+
+    question: str
+    history: Messages
+    system: str | None
+
+    def previous_question(self) -> str | None:
+        """The user message before the question, if any."""
+        users = [m["content"] for m in self.history if m["role"] == "user"]
+        return users[-1] if users else None
+
+
+def flatten(value: Any, where: str) -> str:
+    """The text of a message content: a string, content parts, or lists and dicts nesting them."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        texts = (flatten(item, f"{where}[{i}]") for i, item in enumerate(value))
+        return "\n".join(text for text in texts if text)
+    if isinstance(value, dict):
+        kind = value.get("type")
+        if kind in SILENT_PARTS:
+            return ""
+        if kind is not None and kind not in TEXT_PARTS:
+            allowed = ", ".join(sorted(TEXT_PARTS | SILENT_PARTS))
+            raise InvalidRequest(
+                f"{where}.type: unsupported content part type {kind!r} (supported: {allowed})",
+                param=f"{where}.type",
+            )
+        for key in ("text", "content"):
+            if key in value:
+                return flatten(value[key], f"{where}.{key}")
+        raise InvalidRequest(f"{where}: a text part needs a 'text' field", param=where)
+    raise InvalidRequest(
+        f"{where}: expected text or content parts, got {type(value).__name__}", param=where
+    )
+
+
+def from_chat(messages: Sequence[ChatMessage]) -> Conversation:
+    """The conversation in a chat completions request's `messages`."""
+    turns = [(m.role, flatten(m.content, f"messages[{i}].content")) for i, m in enumerate(messages)]
+    return _conversation(turns, [], "messages")
+
+
+def from_responses(items: str | list[Any], instructions: str | None) -> Conversation:
+    """The conversation in a Responses request's `input` (and `instructions`)."""
+    return _conversation(_input_turns(items), [instructions or ""], "input")
+
+
+def _input_turns(items: str | list[Any]) -> Iterator[Turn]:
+    if isinstance(items, str):
+        yield "user", items
+        return
+    loose: list[str] = []  # content parts sent without a message around them: one user message
+    for i, item in enumerate(items):
+        where = f"input[{i}]"
+        if not (isinstance(item, dict) and ("role" in item or item.get("type") == "message")):
+            loose.append(flatten(item, where))
+            continue
+        if loose:
+            yield "user", "\n".join(loose)
+            loose = []
+        role = item.get("role")
+        if role not in INPUT_ROLES:
+            raise InvalidRequest(
+                f"{where}.role: must be one of {', '.join(sorted(INPUT_ROLES))}, got {role!r}",
+                param=f"{where}.role",
+            )
+        yield role, flatten(item.get("content"), f"{where}.content")
+    if loose:
+        yield "user", "\n".join(loose)
+
+
+def _conversation(turns: Iterable[Turn], system: list[str], param: str) -> Conversation:
+    turns = list(turns)
+    system = [text.strip() for text in system]
+    system += [text.strip() for role, text in turns if role in ("system", "developer")]
+    # tool and function results are dropped: the hub offers no tools
+    dialogue = [(role, text.strip()) for role, text in turns if role in ("user", "assistant")]
+    dialogue = [(role, text) for role, text in dialogue if text]
+    users = [i for i, (role, _) in enumerate(dialogue) if role == "user"]
+    if not users:
+        raise InvalidRequest(f"{param}: there is no user message with text to answer", param=param)
+    history = [{"role": role, "content": text} for role, text in dialogue[: users[-1]]]
+    return Conversation(dialogue[users[-1]][1], history, "\n\n".join(filter(None, system)) or None)

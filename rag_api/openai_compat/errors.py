@@ -1,0 +1,41 @@
+"""The OpenAI error shape on the OpenAI routes: {"error": {"message", "type", "param", "code"}}.
+
+SDKs raise their usual exceptions from it (BadRequestError, AuthenticationError, NotFoundError).
+Codes are the hub's stable codes in lower case, except `invalid_api_key` for a missing or wrong
+key; invalid requests are 400 as on OpenAI (422 on the hub's other routes).
+"""
+
+from __future__ import annotations
+
+import re
+
+from fastapi.responses import JSONResponse
+
+ROUTES = ("models", "chat/completions", "responses")
+PATHS = frozenset(f"{prefix}/{route}" for prefix in ("/v1", "") for route in ROUTES)
+_CODES = {"UNAUTHORIZED": "invalid_api_key"}
+
+
+def is_openai_path(path: str) -> bool:
+    """Whether `path` is one of the OpenAI routes (with or without /v1), a model's included."""
+    path = path.rstrip("/")
+    return path in PATHS or path.startswith(("/v1/models/", "/models/"))
+
+
+def openai_error_response(
+    status: int,
+    code: str,
+    message: str,
+    param: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    """An error in OpenAI's shape; `param` names the field (`messages[0].content`)."""
+    if code == "INVALID_REQUEST":
+        status = 400
+    error = {
+        "message": message,
+        "type": "server_error" if status >= 500 else "invalid_request_error",
+        "param": re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", param) if param else None,
+        "code": _CODES.get(code, code.lower()),
+    }
+    return JSONResponse({"error": error}, status_code=status, headers=headers)

@@ -1,0 +1,106 @@
+"""One OpenAI-style turn on the core pipeline: route, retrieve, answer, then cite the sources."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rag_api.answer import AnswerStream, answer
+from rag_api.collection import Collection
+from rag_api.hub import Hub
+from rag_api.openai_compat.condense import retrieval_query
+from rag_api.openai_compat.conversation import Conversation
+from rag_api.openai_compat.routing import resolve_model
+from rag_api.prompts import Cited, pack
+from rag_api.retrieval import SearchRequest, search
+
+_CITATION = re.compile(r"\[(\d+)\]")
+
+
+@dataclass
+class Reply:
+    """An answer for an OpenAI client: the answer's pieces as they arrive, then a citations footer."""
+
+    model: str  # as the client asked for it: echoed in every response
+    collection: Collection
+    stream: AnswerStream
+    retrieval_warning: str | None = None
+    _parts: list[str] = field(default_factory=list)
+
+    def pieces(self) -> Iterator[str]:
+        """Text pieces as the generator produces them, then the footer (read once)."""
+        for piece in self.stream:
+            self._parts.append(piece)
+            yield piece
+        footer = self.footer()
+        if footer:
+            self._parts.append(footer)
+            yield footer
+
+    def text(self) -> str:
+        """The whole answer, footer included."""
+        for _ in self.pieces():
+            pass
+        return "".join(self._parts)
+
+    def footer(self) -> str:
+        """'Sources: [1] a.md; [2, 3] b.md' for the passages the answer cites, unless disabled."""
+        passages = self.stream.passages
+        if not passages or not self.collection.cfg.citations:
+            return ""
+        return citations_footer("".join(self._parts), passages, self.collection.cfg.language)
+
+    @property
+    def finish_reason(self) -> str:
+        # an upstream that broke mid-answer ("error") is reported in `warning`, not as a reason
+        return "length" if self.stream.finish_reason == "length" else "stop"
+
+    def extra(self) -> dict[str, Any]:
+        """The hub's own top-level fields: the sources, who answered, and any warning."""
+        fields: dict[str, Any] = {
+            "sources": [p.as_dict() for p in self.stream.passages],
+            "generator": self.stream.generator,
+        }
+        warning = self.stream.warning or self.retrieval_warning
+        if warning:
+            fields["warning"] = warning
+        return fields
+
+    def close(self) -> None:
+        """Stop generating: the client went away."""
+        self.stream.close()
+
+
+def start_reply(
+    hub: Hub,
+    model: str,
+    conversation: Conversation,
+    temperature: float | None,
+    max_tokens: int | None,
+) -> Reply:
+    """Route `model` to a collection, retrieve for the conversation and start the answer."""
+    collection = resolve_model(hub, model)
+    outcome = search(collection, SearchRequest(query=retrieval_query(conversation, collection)))
+    stream = answer(
+        hub.generators,
+        collection,
+        conversation.question,
+        outcome.passages,
+        history=conversation.history,
+        client_system=conversation.system,
+        temperature=temperature,
+        max_tokens=max_tokens,
+    )
+    return Reply(model, collection, stream, outcome.warning)
+
+
+def citations_footer(text: str, passages: Sequence[Cited], language: str) -> str:
+    """The cited passages' sources (every passage's when the text cites none), grouped by source."""
+    numbers = sorted({int(n) for n in _CITATION.findall(text)} & set(range(1, len(passages) + 1)))
+    by_source: dict[str, list[str]] = {}
+    for n in numbers or range(1, len(passages) + 1):
+        by_source.setdefault(passages[n - 1].source, []).append(str(n))
+    items = "; ".join(f"[{', '.join(ns)}] {source}" for source, ns in by_source.items())
+    return f"\n\n{pack(language).sources_label}: {items}"

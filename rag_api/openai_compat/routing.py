@@ -1,0 +1,54 @@
+"""OpenAI `model` -> collection: the exact collection name or `rag/<name>`; anything else (say
+`gpt-4o`, AnythingLLM's default) goes to default_collection, or is a 404 with `unknown_model: error`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rag_api.collection import Collection
+from rag_api.errors import RagError
+from rag_api.hub import Hub
+
+PREFIX = "rag/"
+
+
+class ModelNotFound(RagError):
+    code = "MODEL_NOT_FOUND"
+    status = 404
+
+
+def resolve_model(hub: Hub, model: str) -> Collection:
+    """The collection that answers requests for `model`."""
+    name = model.removeprefix(PREFIX)
+    if name in hub.collections:
+        return hub.collection(name)
+    explicit = model.startswith(PREFIX)
+    if explicit or hub.config.unknown_model == "error":
+        names = ", ".join(models(hub)) or "none"
+        why = "" if explicit else " (unknown_model: error in collections.yaml)"
+        raise ModelNotFound(
+            f"The model '{model}' does not exist{why}: the models are the collections {names}, "
+            f"also reachable as {PREFIX}<name>",
+            param="model",
+        )
+    return hub.collection()
+
+
+def find_model(hub: Hub, model: str) -> str:
+    """The enabled collection named `model` (or `rag/<name>`); a lookup never falls back."""
+    name = model.removeprefix(PREFIX)
+    if name not in models(hub):
+        raise ModelNotFound(f"The model '{model}' does not exist", param="model")
+    return name
+
+
+def models(hub: Hub) -> list[str]:
+    """The enabled collections: one model each."""
+    return [name for name, c in hub.collections.items() if c.cfg.enabled]
+
+
+def model_card(hub: Hub, name: str) -> dict[str, Any]:
+    """A collection as an OpenAI model object."""
+    path = hub.config.path
+    created = int(path.stat().st_mtime) if path is not None and path.exists() else 0
+    return {"id": name, "object": "model", "created": created, "owned_by": "rag-hub"}

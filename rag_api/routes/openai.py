@@ -1,0 +1,64 @@
+"""The OpenAI-compatible API: every collection is a model. Served under /v1 and without the prefix,
+because AnythingLLM calls `{base}/models` and `{base}/chat/completions` with whatever base the user typed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse, Response
+
+from rag_api.auth import require_reader
+from rag_api.hub import Hub
+from rag_api.openai_compat import chat, responses
+from rag_api.openai_compat.conversation import from_chat, from_responses
+from rag_api.openai_compat.reply import start_reply
+from rag_api.openai_compat.routing import find_model, model_card, models
+from rag_api.openai_compat.schemas import ChatRequest, ResponsesRequest
+from rag_api.openai_compat.sse import EventStream
+from rag_api.routes.deps import get_hub
+
+router = APIRouter(tags=["openai"], dependencies=[Depends(require_reader)])
+
+
+def list_models(hub: Hub = Depends(get_hub)) -> dict[str, Any]:
+    """The enabled collections, one model each."""
+    return {"object": "list", "data": [model_card(hub, name) for name in models(hub)]}
+
+
+def retrieve_model(model: str, hub: Hub = Depends(get_hub)) -> dict[str, Any]:
+    """One collection as a model (no default fallback: this is a lookup)."""
+    return model_card(hub, find_model(hub, model))
+
+
+def chat_completions(body: ChatRequest, hub: Hub = Depends(get_hub)) -> Response:
+    """Answer the conversation's last user message from the model's collection."""
+    reply = start_reply(
+        hub, body.model, from_chat(body.messages), body.temperature, body.token_limit
+    )
+    if body.stream:
+        return EventStream(chat.completion_chunks(reply, body.include_usage), reply.close)
+    return JSONResponse(chat.completion(reply))
+
+
+def create_response(body: ResponsesRequest, hub: Hub = Depends(get_hub)) -> Response:
+    """The Responses API over the same pipeline."""
+    conversation = from_responses(body.input, body.instructions)
+    reply = start_reply(hub, body.model, conversation, body.temperature, body.max_output_tokens)
+    if body.stream:
+        return EventStream(responses.response_events(reply, body), reply.close)
+    return JSONResponse(responses.response(reply, body))
+
+
+for prefix in ("/v1", ""):
+    shown = prefix == "/v1"  # the unprefixed twins stay out of the OpenAPI schema
+    router.add_api_route(f"{prefix}/models", list_models, methods=["GET"], include_in_schema=shown)
+    router.add_api_route(
+        f"{prefix}/models/{{model:path}}", retrieve_model, methods=["GET"], include_in_schema=shown
+    )
+    router.add_api_route(
+        f"{prefix}/chat/completions", chat_completions, methods=["POST"], include_in_schema=shown
+    )
+    router.add_api_route(
+        f"{prefix}/responses", create_response, methods=["POST"], include_in_schema=shown
+    )

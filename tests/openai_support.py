@@ -1,0 +1,65 @@
+"""Shared by the OpenAI API tests: a small knowledge base, a hub serving it, and an SSE reader."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from rag_api.hub import Hub
+from rag_api.settings import Settings
+from rag_api.sync import sync_collection
+from tests.conftest import LiveServer
+
+KB = {
+    "billing.md": (
+        "# Refunds\n\nYou can ask for a full refund within 30 days of your first payment. "
+        "Refunds reach the original card within 10 business days.\n\n"
+        "# Plans\n\nThe Business plan costs $15 per member per month billed annually. "
+        "Business includes SAML single sign-on.\n"
+    ),
+    "security.md": (
+        "# Encryption\n\nCustomer data stored on disk is encrypted with AES-256. "
+        "Data in transit uses TLS 1.3.\n\n"
+        "# Audits\n\nAn outside firm runs a penetration test twice a year.\n"
+    ),
+    "shortcuts.txt": "Press Ctrl+K to jump to any page by typing its name.\n",
+}
+REFUND = "How many days do I have to ask for a refund?"
+
+
+def write_kb(root: Path) -> Path:
+    """The small knowledge base in `root`."""
+    root.mkdir(parents=True, exist_ok=True)
+    for name, text in KB.items():
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+def index(hub: Hub, *names: str) -> None:
+    """Index these collections' kb folders."""
+    for name in names:
+        report = sync_collection(hub.collection(name), False)
+        assert report.indexed and not report.errors, report.as_dict()
+
+
+def start_indexed(settings: Settings, *names: str) -> tuple[Hub, LiveServer]:
+    """A hub with `names` indexed, served live; the caller stops the server, then closes the hub."""
+    hub = Hub.open(settings)
+    index(hub, *names)
+    return hub, LiveServer(settings, hub).start()
+
+
+def sse_events(lines: Iterable[str]) -> list[tuple[str | None, Any]]:
+    """(event name, parsed data) of each server-sent event; data `[DONE]` stays a string."""
+    events: list[tuple[str | None, Any]] = []
+    name = None
+    for line in lines:
+        if line.startswith("event: "):
+            name = line.removeprefix("event: ")
+        elif line.startswith("data: "):
+            data = line.removeprefix("data: ")
+            events.append((name, data if data == "[DONE]" else json.loads(data)))
+            name = None
+    return events

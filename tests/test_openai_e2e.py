@@ -1,0 +1,118 @@
+"""End to end on the shipped `docs` collection (embedded Qdrant, bundled MiniLM): the official SDK gets
+grounded, cited answers with no LLM server (extractive) and through an Ollama-protocol server."""
+
+from __future__ import annotations
+
+import re
+
+import openai
+import pytest
+import yaml
+
+from rag_api.settings import Settings
+from tests.conftest import REPO, write_config
+from tests.fakes import FakeOllama
+from tests.openai_support import start_indexed
+
+pytestmark = pytest.mark.slow
+QUESTIONS = {
+    q["question"]: q
+    for q in yaml.safe_load((REPO / "tests/data/kb_questions.yaml").read_text())["docs"]
+}
+REFUND = "How many days do I have to ask for a refund?"
+CIPHER = "Which cipher is used to encrypt customer data stored on disk?"
+SHORTCUT = "Which keyboard shortcut jumps straight to a page by typing its name?"
+PENTEST = "How often does an outside firm run a penetration test?"
+PASSAGE = re.compile(r"\[1\] \(source: [^)]*\)\n(.*?)(?=\n\n\[2\] \(source: |\Z)", re.S)
+
+
+def quote_first_passage(body: dict) -> str:
+    """The fake Ollama's reply: passage [1] of the context the hub sent, quoted and cited."""
+    return PASSAGE.search(body["messages"][0]["content"]).group(1).strip() + " [1]"
+
+
+@pytest.fixture(scope="module")
+def ollama():
+    with FakeOllama() as fake:
+        fake.reply = quote_first_passage
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory, ollama):
+    root = tmp_path_factory.mktemp("openai_e2e")
+    shipped = yaml.safe_load((REPO / "collections.yaml").read_text())
+    docs = {**shipped["collections"]["docs"], "kb": str(REPO / "kb" / "docs")}
+    config = write_config(root / "collections.yaml", {"docs": docs})
+    settings = Settings(config=config, data_dir=root / "data", ollama_url=ollama.url)
+    hub, live = start_indexed(settings, "docs")
+    yield openai.OpenAI(base_url=live.url + "/v1", api_key="x", max_retries=0)
+    live.stop()
+    hub.close()
+
+
+def assert_grounded(question: str, text: str, sources: list[dict]) -> None:
+    expected = QUESTIONS[question]
+    assert expected["answer_contains"] in text, text
+    assert expected["source"] in {s["source"] for s in sources}
+    footer = text.rsplit("\n\nSources: ", 1)[1]  # the sources the answer cites
+    assert expected["source"] in footer
+
+
+def test_no_llm_server_answers_extractively_with_sources(client, ollama):
+    ollama.stop()
+    assert [m.id for m in client.models.list()] == ["docs"]
+
+    completion = client.chat.completions.create(
+        model="gpt-4o", messages=[{"role": "user", "content": REFUND}]
+    )
+    extra = completion.model_extra
+    assert_grounded(REFUND, completion.choices[0].message.content, extra["sources"])
+    assert extra["generator"] == "extractive" and "Ollama" in extra["warning"]
+
+    chunks = list(
+        client.chat.completions.create(
+            model="docs", messages=[{"role": "user", "content": CIPHER}], stream=True
+        )
+    )
+    text = "".join(c.choices[0].delta.content or "" for c in chunks)
+    assert_grounded(CIPHER, text, chunks[-1].model_extra["sources"])
+
+    response = client.responses.create(model="docs", input=SHORTCUT)
+    assert_grounded(SHORTCUT, response.output_text, response.model_extra["sources"])
+
+    events = list(client.responses.create(model="docs", input=PENTEST, stream=True))
+    done = events[-1].response
+    assert_grounded(PENTEST, done.output_text, done.model_extra["sources"])
+
+
+def test_ollama_answers_grounded_in_the_collection(client, ollama):
+    ollama.start()
+    completion = client.chat.completions.create(
+        model="docs", messages=[{"role": "user", "content": SHORTCUT}]
+    )
+    assert completion.model_extra["generator"] == "ollama"
+    assert_grounded(
+        SHORTCUT, completion.choices[0].message.content, completion.model_extra["sources"]
+    )
+    events = list(client.responses.create(model="docs", input=REFUND, stream=True))
+    done = events[-1].response
+    assert done.model_extra["generator"] == "ollama" and done.usage.output_tokens > 0
+    assert_grounded(REFUND, done.output_text, done.model_extra["sources"])
+
+
+def test_follow_up_is_searched_with_the_previous_question(client, ollama):
+    ollama.stop()
+    alone = client.chat.completions.create(
+        model="docs", messages=[{"role": "user", "content": "How do I fix it?"}]
+    )
+    assert alone.model_extra["sources"] == []  # on its own it finds nothing
+    history = [
+        {"role": "user", "content": "What does error LMN-4031 mean?"},
+        {"role": "assistant", "content": "Sync is paused because the local cache is too old."},
+        {"role": "user", "content": "How do I fix it?"},
+    ]
+    follow_up = client.chat.completions.create(model="docs", messages=history)
+    text = follow_up.choices[0].message.content
+    assert "Rebuild local cache" in text
+    assert follow_up.model_extra["sources"][0]["source"] == "release-notes/4.0.3"
