@@ -38,7 +38,9 @@ def write_kb(root: Path, docs: int, data_dir: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--docs", type=int, default=600, help="SciFact abstracts to index")
     parser.add_argument("--data-dir", type=Path, default=default_data_dir())
     args = parser.parse_args()
@@ -49,7 +51,13 @@ def main() -> None:
         write_kb(kb, args.docs, args.data_dir)
         raw = {
             "default_collection": "bench",
-            "collections": {"bench": {"kb": str(kb), "embedder": MODEL, "chunking": {"size": 512, "overlap": 64}}},
+            "collections": {
+                "bench": {
+                    "kb": str(kb),
+                    "embedder": MODEL,
+                    "chunking": {"size": 512, "overlap": 64},
+                }
+            },
         }
         hub = Hub.open(Settings(data_dir=Path(tmp) / "data"), parse_config(raw))
         collection = hub.collection("bench")
@@ -59,11 +67,16 @@ def main() -> None:
         started = time.perf_counter()
         report = sync_collection(collection)
         hub_seconds = time.perf_counter() - started
-        chunks = [r.payload["text"] for r in hub.store.iter_records(collection.info(refresh=True).physical)]
+        chunks = [
+            r.payload["text"]
+            for r in hub.store.iter_records(collection.info(refresh=True).physical)
+        ]
         assert len(chunks) == report.stats.embedded, "every chunk should have been embedded once"
 
         started = time.perf_counter()
-        model._model.encode(chunks, batch_size=32, normalize_embeddings=True, show_progress_bar=False)
+        model._model.encode(
+            chunks, batch_size=32, normalize_embeddings=True, show_progress_bar=False
+        )
         raw_seconds = time.perf_counter() - started
 
         again = time.perf_counter()
@@ -72,11 +85,15 @@ def main() -> None:
         hub.close()
 
     hub_rate, raw_rate = len(chunks) / hub_seconds, len(chunks) / raw_seconds
-    print(f"corpus: {args.docs} SciFact abstracts -> {len(chunks)} chunks of <= 512 chars (MiniLM, CPU)")
+    print(
+        f"corpus: {args.docs} SciFact abstracts -> {len(chunks)} chunks of <= 512 chars (MiniLM, CPU)"
+    )
     print(f"raw SentenceTransformer.encode : {raw_rate:7.1f} chunks/s ({raw_seconds:.1f} s)")
     print(f"hub index (sync_collection)    : {hub_rate:7.1f} chunks/s ({hub_seconds:.1f} s)")
     print(f"ratio hub/raw                  : {hub_rate / raw_rate:.3f}  (target >= 0.95)")
-    print(f"re-index, nothing changed      : {second.stats.embedded} chunks embedded in {noop_seconds:.2f} s")
+    print(
+        f"re-index, nothing changed      : {second.stats.embedded} chunks embedded in {noop_seconds:.2f} s"
+    )
 
 
 if __name__ == "__main__":

@@ -62,9 +62,19 @@ def build(hub: Hub, chunks_wanted: int, data_dir: Path, seed: int = 0) -> list[s
         vector = vectors[base] + (rng.normal(0, 0.05, vectors.shape[1]) if n >= len(texts) else 0)
         vector = vector / np.linalg.norm(vector)
         source = f"doc{n // 8}.md"
-        payload = {"text": texts[base], "source": source, "chunk_index": n % 8, "origin": "file", "metadata": {}}
+        payload = {
+            "text": texts[base],
+            "source": source,
+            "chunk_index": n % 8,
+            "origin": "file",
+            "metadata": {},
+        }
         payload["embedder"] = collection.embedder_id
-        batch.append(PointData(point_id("bench", source, n % 8), vector, payload, encoder.document(texts[base])))
+        batch.append(
+            PointData(
+                point_id("bench", source, n % 8), vector, payload, encoder.document(texts[base])
+            )
+        )
         if len(batch) == 2000:
             hub.store.upsert(info.physical, batch)
             batch = []
@@ -83,13 +93,24 @@ def raw_latencies(hub: Hub, queries: list[str]) -> tuple[list[float], list[float
         vector = model.encode([query], normalize_embeddings=True)[0]
         embed.append(time.perf_counter() - started)
         started = time.perf_counter()
-        shard.query(qe.QueryRequest(limit=5, query=qe.Query.Nearest(vector.tolist(), using="dense"), with_payload=True))
+        shard.query(
+            qe.QueryRequest(
+                limit=5, query=qe.Query.Nearest(vector.tolist(), using="dense"), with_payload=True
+            )
+        )
         search.append(time.perf_counter() - started)
     return embed, search
 
 
-def http_latencies(config: Path, data: Path, queries: list[str], mode: str, port: int) -> list[float]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "RAG_CONFIG": str(config), "RAG_DATA_DIR": str(data)}
+def http_latencies(
+    config: Path, data: Path, queries: list[str], mode: str, port: int
+) -> list[float]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "RAG_CONFIG": str(config),
+        "RAG_DATA_DIR": str(data),
+    }
     server = subprocess.Popen(
         [sys.executable, "-m", "rag_api", "serve", "--port", str(port)],
         env=env,
@@ -113,7 +134,9 @@ def http_latencies(config: Path, data: Path, queries: list[str], mode: str, port
             latencies = []
             for query in queries:
                 started = time.perf_counter()
-                response = client.post("/query/bench", json={"query": query, "generate": False, "mode": mode})
+                response = client.post(
+                    "/query/bench", json={"query": query, "generate": False, "mode": mode}
+                )
                 latencies.append(time.perf_counter() - started)
                 response.raise_for_status()
             return latencies
@@ -123,7 +146,9 @@ def http_latencies(config: Path, data: Path, queries: list[str], mode: str, port
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--chunks", type=int, default=20_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--port", type=int, default=8765)
@@ -133,7 +158,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "collections.yaml"
         entry = {"embedder": MODEL, "retrieval": {"top_k": 5, "threshold": -1}}
-        config.write_text(yaml.safe_dump({"default_collection": "bench", "collections": {"bench": entry}}))
+        config.write_text(
+            yaml.safe_dump({"default_collection": "bench", "collections": {"bench": entry}})
+        )
         settings = Settings(config=config, data_dir=Path(tmp) / "data")
         hub = Hub.open(settings, load_config(config))
         queries = build(hub, args.chunks, args.data_dir)[: args.queries]
@@ -141,12 +168,19 @@ def main() -> None:
             raw_latencies(hub, [query])  # warm up
         embed, search = raw_latencies(hub, queries)
         hub.close()
-        results = {mode: http_latencies(config, settings.data_dir, queries, mode, args.port) for mode in ("dense", "hybrid")}
+        results = {
+            mode: http_latencies(config, settings.data_dir, queries, mode, args.port)
+            for mode in ("dense", "hybrid")
+        }
 
     embed_s, search_s = latency_summary(embed), latency_summary(search)
     print(f"{args.chunks} chunks, {len(queries)} SciFact queries, top_k 5, MiniLM on CPU")
-    print(f"raw embed (encode)       p50 {embed_s['p50_ms']:6.2f} ms  p95 {embed_s['p95_ms']:6.2f} ms")
-    print(f"raw Qdrant dense query   p50 {search_s['p50_ms']:6.2f} ms  p95 {search_s['p95_ms']:6.2f} ms")
+    print(
+        f"raw embed (encode)       p50 {embed_s['p50_ms']:6.2f} ms  p95 {embed_s['p95_ms']:6.2f} ms"
+    )
+    print(
+        f"raw Qdrant dense query   p50 {search_s['p50_ms']:6.2f} ms  p95 {search_s['p95_ms']:6.2f} ms"
+    )
     raw_p50 = embed_s["p50_ms"] + search_s["p50_ms"]
     for mode, latencies in results.items():
         summary = latency_summary(latencies)
