@@ -33,6 +33,9 @@ class Collection:
         self.store = store
         self.embeddings = embeddings
         self.lock = ReadWriteLock()
+        # Writers share this gate for a whole write (prepare, embed, commit); a migration's final
+        # catch-up and alias swap hold it alone, so no write lands between the two.
+        self.writes = ReadWriteLock()
         self._info: tuple[float, CollectionInfo | None] | None = None
         self._stored_embedder: tuple[str, str | None] | None = None
 
