@@ -121,11 +121,13 @@ def _scan(collection: Collection, info: CollectionInfo) -> _Scan:
         scan.embedders[payload.get("embedder")] += 1
         chunk_index = payload.get("chunk_index")
         origin_file = payload.get("file") if payload.get("origin") == "file" else None
-        if not text.strip() or not source:
-            scan.bad.append((record.id, "empty text" if source else "no source", origin_file))
+        if not source:
+            scan.bad.append((record.id, "no source", origin_file))
             continue
         stored_hash = payload.get("content_hash")
-        if payload.get("embedder") == ours:
+        if not text.strip():
+            scan.bad.append((record.id, "empty text", origin_file))
+        elif payload.get("embedder") == ours:
             if isinstance(stored_hash, str) and stored_hash != content_hash(text, prefix):
                 scan.bad.append((record.id, "text does not match its content_hash", origin_file))
             else:
