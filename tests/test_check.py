@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -13,7 +16,7 @@ from rag_api.hub import Hub
 from rag_api.ops.check import run_check
 from rag_api.store import PointData, Selector
 from rag_api.sync import sync_collection
-from tests.conftest import free_port, hash_collection, run_cli, write_config
+from tests.conftest import REPO, free_port, hash_collection, run_cli, write_config
 
 TEXT = {
     "guide.md": "# Setup\n\n"
@@ -220,7 +223,11 @@ def indexed(tmp_path, make_settings) -> dict[str, str]:
 
 def test_cli_json_human_and_repair(indexed, tmp_path) -> None:
     report = tmp_path / "report.json"
-    proc = run_cli("check", "--json", "--output", str(report), env=indexed)
+    wrapper = [sys.executable, str(REPO / "scripts" / "check_integrity.py")]
+    env = {**os.environ, "PYTHONPATH": str(REPO), **indexed}
+    proc = subprocess.run(
+        [*wrapper, "--json", "--output", str(report)], capture_output=True, text=True, env=env
+    )
     assert proc.returncode == 0, proc.stderr
     assert len(proc.stdout.splitlines()) == 1  # one journald line
     assert json.loads(proc.stdout) == json.loads(report.read_text())
