@@ -37,7 +37,7 @@ def answers(hub: Hub) -> list[list[tuple[str, int]]]:
     """The sources each sample question retrieves."""
     rows = []
     for question in QUESTIONS:
-        response = run_query(hub, "docs", QueryBody(query=question, generate=False))
+        response = run_query(hub, "docs", QueryBody(query=question, generate=False, mode="dense"))
         rows.append([(s["source"], s["chunk_index"]) for s in response["sources"]])
     return rows
 

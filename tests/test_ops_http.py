@@ -51,7 +51,9 @@ class QueryLoop(threading.Thread):
 def answers(client: httpx.Client) -> list[list[tuple[str, int]]]:
     rows = []
     for question in QUESTIONS:
-        response = client.post("/query/docs", json={"query": question, "generate": False})
+        response = client.post(
+            "/query/docs", json={"query": question, "generate": False, "mode": "dense"}
+        )
         rows.append(sorted((s["source"], s["chunk_index"]) for s in response.json()["sources"]))
     return rows
 

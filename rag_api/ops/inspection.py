@@ -47,19 +47,21 @@ class Inspection:
     plan: RepairPlan = field(default_factory=RepairPlan)
     writable: bool = True  # False when only a migration can fix the collection
 
-    def add(self, check: str, detail: str, subject: str = "", **kw: object) -> Finding:
-        finding = Finding(self.name, check, ERROR, detail, subject)
-        for key, value in kw.items():
-            setattr(finding, key, value)
-        self.findings.append(finding)
-        return finding
+    def add(
+        self,
+        check: str,
+        detail: str,
+        subject: str = "",
+        severity: str = ERROR,
+        repairable: bool = False,
+    ) -> None:
+        self.findings.append(Finding(self.name, check, severity, detail, subject, repairable))
 
 
 @dataclass
 class _Scan:
     """One pass over every point's payload, reduced to what the checks need."""
 
-    points: int = 0
     embedders: Counter = field(default_factory=Counter)
     by_key: dict[tuple[str, int], list[str]] = field(default_factory=dict)
     files: dict[str, dict[tuple[str, int], tuple[str, str]]] = field(default_factory=dict)
@@ -115,7 +117,6 @@ def _scan(collection: Collection, info: CollectionInfo) -> _Scan:
     ours = collection.embedder_id
     prefix = collection.cfg.embedder.document_prefix
     for record in collection.store.iter_records(info.physical):
-        scan.points += 1
         payload = record.payload
         text, source = extract_text(payload), extract_source(payload)
         scan.embedders[payload.get("embedder")] += 1

@@ -20,7 +20,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -179,7 +180,8 @@ def run_migration(
         stats = _copy_pass(collection, target, plan, result, progress, cancel)
         while stats.changes and result.passes < MAX_PASSES:
             stats = _copy_pass(collection, target, plan, result, progress, cancel)
-        collection.store.optimize(plan.target)
+        if result.embedded:
+            collection.store.optimize(plan.target)  # index what the bulk load wrote
         result.top5_overlap = top5_overlap(collection.store, plan.live, plan.target)
         with collection.writes.write():  # in-process writers wait from here to the swap
             info = collection.info(refresh=True)
@@ -226,21 +228,19 @@ def drop_old(hub: Hub, name: str) -> list[str]:
     return dropped
 
 
-class exclusive:  # noqa: N801 - used as a context manager, reads as a phrase
+@contextmanager
+def exclusive(hub: Hub, name: str) -> Iterator[None]:
     """One migration (or drop) per collection at a time in this process."""
-
-    def __init__(self, hub: Hub, name: str) -> None:
-        self.key = (id(hub), name)
-
-    def __enter__(self) -> None:
+    key = (id(hub), name)
+    with _active_lock:
+        if key in _active:
+            raise MigrationInProgress(f"a migration of '{name}' is already running")
+        _active.add(key)
+    try:
+        yield
+    finally:
         with _active_lock:
-            if self.key in _active:
-                raise MigrationInProgress(f"a migration of '{self.key[1]}' is already running")
-            _active.add(self.key)
-
-    def __exit__(self, *exc: object) -> None:
-        with _active_lock:
-            _active.discard(self.key)
+            _active.discard(key)
 
 
 def _prepare_target(collection: Collection, plan: MigrationPlan) -> None:
