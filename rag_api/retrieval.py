@@ -87,33 +87,32 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
     mode: Mode = request.mode or cfg.mode
     timings: dict[str, float] = {}
     selector = request.selector()
-    # Under the read lock from the collection's info to its search: a migration swaps the alias
-    # and the embedder together under the write lock, so a query never mixes old and new.
+    with collection.lock.read():  # a migration swaps the alias and the embedder together
+        info, embedder = collection.readable(), collection.cfg.embedder
+    if info is None or selector.selects_nothing:
+        return SearchOutcome([], mode, timings)
+    if mode != "dense" and not info.has_sparse:
+        mode = "dense"  # a collection written without BM25 vectors (another tool, or older)
+    started = time.perf_counter()
+    dense = collection.embed_query(request.query, embedder).tolist() if mode != "sparse" else None
+    sparse = collection.sparse.query(request.query) if mode != "dense" else None
+    timings["embed"] = _ms(started)
+    if sparse is not None and not sparse.indices:
+        if dense is None:
+            return SearchOutcome([], mode, timings)  # nothing but stop words
+        sparse, mode = None, "dense"
+    spec = SearchSpec(
+        limit=top_k,
+        dense=dense,
+        sparse=sparse,
+        selector=selector,
+        candidates=max(cfg.candidates, top_k),
+        rrf_k=cfg.rrf_k,
+    )
+    started = time.perf_counter()
     with collection.lock.read():
-        info = collection.readable()
-        if info is None or selector.selects_nothing:
-            return SearchOutcome([], mode, timings)
-        if mode != "dense" and not info.has_sparse:
-            mode = "dense"  # a collection written without BM25 vectors (another tool, or older)
-        started = time.perf_counter()
-        dense = collection.embed_query(request.query).tolist() if mode != "sparse" else None
-        sparse = collection.sparse.query(request.query) if mode != "dense" else None
-        timings["embed"] = _ms(started)
-        if sparse is not None and not sparse.indices:
-            if dense is None:
-                return SearchOutcome([], mode, timings)  # nothing but stop words
-            sparse, mode = None, "dense"
-        spec = SearchSpec(
-            limit=top_k,
-            dense=dense,
-            sparse=sparse,
-            selector=selector,
-            candidates=max(cfg.candidates, top_k),
-            rrf_k=cfg.rrf_k,
-        )
-        started = time.perf_counter()
         hits = collection.store.search(info.physical, spec, info)
-        timings["search"] = _ms(started)
+    timings["search"] = _ms(started)
     passages = [_passage(hit, mode) for hit in hits]
     if mode != "sparse":
         passages = [p for p in passages if p.dense_score is not None and p.dense_score >= threshold]

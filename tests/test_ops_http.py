@@ -139,3 +139,20 @@ def test_check_through_the_server_reports_problems(tmp_path, make_settings, serv
     proc = run_cli("check", "--repair", "--json", env=env)
     assert proc.returncode == 0 and json.loads(proc.stdout)["repairs"]
     assert run_cli("check", env=env).returncode == 0
+
+
+def test_ops_endpoints_refuse_bad_requests(tmp_path, make_settings, serve) -> None:
+    config = write_config(tmp_path / "collections.yaml", {"docs": hash_collection()})
+    client = serve(make_settings(config, "memory")).client()
+    assert_error_shape(
+        client.post("/v1/ops/migrate", json={"collection": "docs"}), 422, "INVALID_REQUEST"
+    )
+    body = {"collection": "nope", "embedder": {"provider": "hash", "model": "m", "dim": 8}}
+    assert_error_shape(client.post("/v1/ops/migrate/plan", json=body), 404, "COLLECTION_NOT_FOUND")
+    body = {"collection": "docs", "embedder": {"provider": "word2vec", "model": "m", "dim": 8}}
+    error = assert_error_shape(client.post("/v1/ops/migrate", json=body), 422, "INVALID_REQUEST")
+    assert "embedder.provider" in error["message"]
+    rollback = client.post("/v1/ops/migrate", json={"collection": "docs", "rollback": True})
+    assert_error_shape(rollback, 409, "NO_PREVIOUS_COLLECTION")
+    assert_error_shape(client.post("/v1/ops/check", json={"sample": -1}), 422, "INVALID_REQUEST")
+    assert client.post("/v1/ops/drop-old", json={"collection": "docs"}).json()["dropped"] == []
