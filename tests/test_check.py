@@ -234,12 +234,11 @@ def test_cli_json_human_and_repair(indexed, tmp_path) -> None:
     assert json.loads(proc.stdout)["status"] == "healthy"
 
     (Path(indexed["RAG_CONFIG"]).parent / "kb" / "faq.txt").unlink()
-    proc = run_cli("check", "docs", env=indexed)
-    assert proc.returncode == 1
-    assert "orphans: faq.txt" in proc.stdout and "1 problem(s)" in proc.stdout
-    proc = run_cli("check", "--json", "--repair", env=indexed)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    document = json.loads(proc.stdout)
+    proc = run_cli("check", "docs", "--repair", "--output", str(report), env=indexed)
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # found, and repaired
+    assert "orphans: faq.txt: 5 chunks of a file that is gone" in proc.stdout
+    assert "[repaired]" in proc.stdout and "repaired docs: deleted orphans" in proc.stdout
+    document = json.loads(report.read_text())
     assert document["findings"][0]["repaired"] is True
     assert document["repairs"][0]["action"] == "deleted orphans"
 
