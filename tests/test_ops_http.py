@@ -156,3 +156,35 @@ def test_ops_endpoints_refuse_bad_requests(tmp_path, make_settings, serve) -> No
     assert_error_shape(rollback, 409, "NO_PREVIOUS_COLLECTION")
     assert_error_shape(client.post("/v1/ops/check", json={"sample": -1}), 422, "INVALID_REQUEST")
     assert client.post("/v1/ops/drop-old", json={"collection": "docs"}).json()["dropped"] == []
+
+
+def test_client_hanging_up_cancels_the_migration_before_the_swap(
+    tmp_path, make_settings, serve
+) -> None:
+    kb = tmp_path / "kb"
+    config = write_config(tmp_path / "collections.yaml", {"docs": hash_collection(kb, dim=768)})
+    server = serve(make_settings(config, "memory"))
+    fill(server.hub.collection("docs"), kb)
+    write_api(server.hub.collection("docs"), range(6, 40), 4)  # > 2 batches of 64
+    with SlowUpstream(dim=32, open_for=3) as upstream:  # the probe + the first batch
+        body = {"collection": "docs", "embedder": upstream.embedder()}
+        with (
+            server.client() as client,
+            client.stream("POST", "/v1/ops/migrate", json=body) as stream,
+        ):
+            assert json.loads(next(stream.iter_lines()))["event"] == "plan"
+            wait_for(lambda: len(upstream.calls("/v1/embeddings")) > 3)
+        # the operator hit Ctrl-C mid-copy; the batch in flight finishes, then the run stops
+        upstream.gate.set()
+        events = wait_for(lambda: _migrate(server, body))
+    result = events[-1]["result"]
+    assert result["previous"] == "docs__v1" and result["live"] == "docs__v2"
+    assert result["unchanged"] == 128  # the cancelled run's two batches, kept and resumed
+
+
+def _migrate(server, body) -> list[dict] | None:
+    """A migration's events; None while an earlier one still holds the collection (409)."""
+    response = server.client().post("/v1/ops/migrate", json=body)
+    if response.status_code == 409:
+        return None
+    return [json.loads(line) for line in response.text.splitlines()]
