@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from rag_api.api_errors import install_error_handlers
 from rag_api.hub import Hub
 from rag_api.limits import BodyLimit
-from rag_api.routes import collections, health, openai, query
+from rag_api.routes import collections, health, openai, ops, query
 from rag_api.settings import Settings
 
 log = logging.getLogger("rag_api.app")
@@ -47,6 +47,6 @@ def create_app(settings: Settings | None = None, hub: Hub | None = None) -> Fast
     app.state.hub = None
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
-    for router in (health.router, collections.router, query.router, openai.router):
+    for router in (health.router, collections.router, query.router, openai.router, ops.router):
         app.include_router(router)
     return app

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from rag_api.errors import RagError
+from rag_api.ops.cli import check, migrate
 from rag_api.settings import Settings
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
@@ -267,6 +268,10 @@ def _scalar(value: str) -> str | int | float | bool:
         except ValueError:
             pass
     return value
+
+
+cli.add_command(check)
+cli.add_command(migrate)
 
 
 def main() -> None:

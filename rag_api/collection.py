@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_api.config import CollectionConfig
+from rag_api.config import CollectionConfig, EmbedderConfig
 from rag_api.embedding import EmbeddingRouter
 from rag_api.errors import DimensionMismatch, EmbedderMismatch
 from rag_api.locks import ReadWriteLock
@@ -33,6 +33,9 @@ class Collection:
         self.store = store
         self.embeddings = embeddings
         self.lock = ReadWriteLock()
+        # Writers share this gate for a whole write (prepare, embed, commit); a migration's final
+        # catch-up and alias swap hold it alone, so no write lands between the two.
+        self.writes = ReadWriteLock()
         self._info: tuple[float, CollectionInfo | None] | None = None
         self._stored_embedder: tuple[str, str | None] | None = None
 
@@ -96,8 +99,9 @@ class Collection:
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         return self.embeddings.documents(self.cfg.embedder, texts)
 
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.embeddings.query(self.cfg.embedder, text)
+    def embed_query(self, text: str, embedder: EmbedderConfig | None = None) -> np.ndarray:
+        """The query's vector by `embedder` (the one read with the collection's info), else ours."""
+        return self.embeddings.query(embedder or self.cfg.embedder, text)
 
     def _dimension_message(self, info: CollectionInfo) -> str:
         return (

@@ -78,6 +78,18 @@ class MigrationInProgress(RagError):
     status = 409
 
 
+class MigrationFailed(RagError):
+    """A migration stopped before its alias swap: the live collection is untouched; re-run it."""
+
+    code = "MIGRATION_FAILED"
+    status = 500
+
+
+class NoPreviousCollection(RagError):
+    code = "NO_PREVIOUS_COLLECTION"
+    status = 409
+
+
 class StoreLocked(RagError):
     code = "STORE_LOCKED"
     status = 503

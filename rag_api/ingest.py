@@ -130,22 +130,24 @@ def write_documents(
 
     Nothing is written until every vector is ready: an embedder failure leaves the store as it was.
     """
-    info = collection.writable()
-    total = WriteStats()
-    pending = [(write, write.prepare(info.physical)) for write in writes]
-    vectors = _embed(collection, [t for _, texts in pending for t in texts])
-    start = 0
-    for write, texts in pending:
-        write.accept(texts, vectors[start : start + len(texts)])
-        start += len(texts)
-        stats = write.commit(info.physical)
-        total.add(stats)
-        if on_done is not None:
-            on_done(write, stats)
+    with collection.writes.read():  # a migration's alias swap waits for this write, or vice versa
+        info = collection.writable()
+        total = WriteStats()
+        pending = [(write, write.prepare(info.physical)) for write in writes]
+        vectors = embed_texts(collection, [t for _, texts in pending for t in texts])
+        start = 0
+        for write, texts in pending:
+            write.accept(texts, vectors[start : start + len(texts)])
+            start += len(texts)
+            stats = write.commit(info.physical)
+            total.add(stats)
+            if on_done is not None:
+                on_done(write, stats)
     return total
 
 
-def _embed(collection: Collection, texts: list[str]) -> np.ndarray:
+def embed_texts(collection: Collection, texts: list[str]) -> np.ndarray:
+    """Document embeddings of `texts`, checked for shape; any failure is EmbedderUnavailable."""
     if not texts:
         return np.zeros((0, collection.cfg.embedder.dim), dtype=np.float32)
     try:
@@ -175,11 +177,12 @@ def replace_source(
 
 def delete_points(collection: Collection, selector: Selector) -> int:
     """Delete the selected points; returns how many there were."""
-    info = collection.info()
-    if info is None:
-        return 0
-    with collection.lock.write():
-        count = collection.store.count(info.physical, selector)
-        if count:
-            collection.store.delete(info.physical, selector)
+    with collection.writes.read():
+        info = collection.info()
+        if info is None:
+            return 0
+        with collection.lock.write():
+            count = collection.store.count(info.physical, selector)
+            if count:
+                collection.store.delete(info.physical, selector)
     return count

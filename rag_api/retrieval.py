@@ -87,13 +87,14 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
     mode: Mode = request.mode or cfg.mode
     timings: dict[str, float] = {}
     selector = request.selector()
-    info = collection.readable()
+    with collection.lock.read():  # a migration swaps the alias and the embedder together
+        info, embedder = collection.readable(), collection.cfg.embedder
     if info is None or selector.selects_nothing:
         return SearchOutcome([], mode, timings)
     if mode != "dense" and not info.has_sparse:
         mode = "dense"  # a collection written without BM25 vectors (another tool, or older)
     started = time.perf_counter()
-    dense = collection.embed_query(request.query).tolist() if mode != "sparse" else None
+    dense = collection.embed_query(request.query, embedder).tolist() if mode != "sparse" else None
     sparse = collection.sparse.query(request.query) if mode != "dense" else None
     timings["embed"] = _ms(started)
     if sparse is not None and not sparse.indices:

@@ -203,6 +203,7 @@ def run_cli(
     full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "rag_api", *args],
+        stdin=subprocess.DEVNULL,  # never a terminal: a command that would prompt must refuse
         capture_output=True,
         text=True,
         env=full_env,

@@ -96,7 +96,7 @@ def check_rendered(unit_dir: Path, prefix: Path) -> dict[str, str]:
     assert f"ExecStart={prefix}/.venv/bin/rag-hub watch\n" in texts["rag-indexer.service"]
     integrity = texts["rag-integrity.service"]
     assert "Type=oneshot\n" in integrity
-    assert "check --json --repair\n" in integrity
+    assert "check --json --repair --output " in integrity
     # Exit 1 (problems found) must leave the unit failed.
     assert "\nSuccessExitStatus=" not in integrity
     assert "Unit=rag-integrity.service\n" in texts["rag-integrity.timer"]

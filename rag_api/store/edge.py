@@ -337,7 +337,10 @@ def _filter(selector: Selector) -> qe.Filter | None:
         )
     if selector.ids is not None:
         must.append(qe.HasIdCondition(set(selector.ids)))
-    return qe.Filter(must=must)
+    must_not: list[Any] = []
+    if selector.has_sparse is not None:
+        (must if selector.has_sparse else must_not).append(qe.HasVectorCondition(SPARSE))
+    return qe.Filter(must=must, must_not=must_not or None)
 
 
 def _equals(key: str, value: Any) -> Any:

@@ -310,7 +310,11 @@ def _filter(selector: Selector) -> m.Filter | None:
         )
     if selector.ids is not None:
         must.append(m.HasIdCondition(has_id=list(selector.ids)))
-    return m.Filter(must=must)
+    must_not: list[Any] = []
+    if selector.has_sparse is not None:
+        condition = m.HasVectorCondition(has_vector=SPARSE)
+        (must if selector.has_sparse else must_not).append(condition)
+    return m.Filter(must=must, must_not=must_not or None)
 
 
 def _equals(key: str, value: Any) -> Any:

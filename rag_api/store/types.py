@@ -65,6 +65,7 @@ class Selector:
     persist: bool | None = None
     chunk_index_from: int | None = None
     ids: tuple[str, ...] | None = None
+    has_sparse: bool | None = None  # points with (True) or without (False) a BM25 vector
 
     @property
     def selects_nothing(self) -> bool:

@@ -1,0 +1,1 @@
+"""Operations: the integrity check and embedding-model migrations, run in-process or in the server."""

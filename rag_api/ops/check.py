@@ -1,0 +1,62 @@
+"""`rag-hub check`: inspect every collection (or one), optionally repair, report as one document."""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import UTC, datetime
+
+from rag_api.errors import RagError
+from rag_api.hub import Hub
+from rag_api.ops.findings import CheckReport, CollectionResult
+from rag_api.ops.inspection import inspect_collection
+from rag_api.ops.repair import apply_repairs
+
+log = logging.getLogger("rag_api.ops.check")
+DEFAULT_SAMPLE = 16
+
+
+def run_check(
+    hub: Hub, name: str | None = None, repair: bool = False, sample: int = DEFAULT_SAMPLE
+) -> CheckReport:
+    """Check one collection (any, even disabled) or every enabled one; never raises a RagError."""
+    started = time.monotonic()
+    report = CheckReport(
+        store=hub.store.location,
+        repair=repair,
+        started_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    try:
+        names = [hub.collection(name, enabled_only=False).name] if name else list(hub.collections)
+        for each in names:
+            report.results.append(check_collection(hub, each, repair, sample, explicit=bool(name)))
+    except RagError as exc:
+        log.error("check could not run: %s", exc.message)
+        report = CheckReport.failed(exc.code, exc.message, store=report.store, repair=repair)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def check_collection(
+    hub: Hub, name: str, repair: bool, sample: int, explicit: bool = False
+) -> CollectionResult:
+    """One collection's findings; with `repair`, the repairs made and which findings they fixed."""
+    collection = hub.collections[name]
+    if not collection.cfg.enabled and not explicit:
+        return CollectionResult(name, skipped="disabled")
+    inspection = inspect_collection(collection, sample)
+    result = CollectionResult(name, findings=inspection.findings)
+    if repair and inspection.writable and inspection.plan:
+        result.repairs = apply_repairs(collection, inspection.plan)
+        again = inspect_collection(collection, sample)
+        still = {f.key for f in again.findings}
+        for finding in result.findings:
+            finding.repaired = finding.key not in still
+        # what the repairs could not fix, or newly revealed, is reported as found now
+        known = {f.key for f in result.findings}
+        result.findings += [f for f in again.findings if f.key not in known]
+        inspection = again
+    if inspection.info is not None:
+        result.physical, result.points = inspection.info.physical, inspection.info.points
+    log.info("%s: %d findings, %d repairs", name, len(result.findings), len(result.repairs))
+    return result

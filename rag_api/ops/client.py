@@ -1,0 +1,106 @@
+"""The CLI's way into a running server's /v1/ops endpoints (RAG_HOST, RAG_PORT, RAG_ADMIN_API_KEY)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+
+from rag_api.errors import RagError, UpstreamUnavailable
+from rag_api.ops.progress import Bars
+from rag_api.settings import Settings
+
+LONG = 4 * 3600.0  # a check with repairs or a migration of a big collection takes a while
+WILDCARDS = {"", "0.0.0.0", "::", "[::]"}
+
+
+class RemoteError(RagError):
+    """An error the server answered with, kept with its code."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def server_url(settings: Settings) -> str:
+    """Where this machine's server listens; a wildcard bind address is reached on loopback."""
+    host = "127.0.0.1" if settings.host in WILDCARDS else settings.host
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{settings.port}"
+
+
+class OpsClient:
+    """Operations run by the server that owns the store."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.url = server_url(settings)
+        self.where = f"the rag-hub server at {self.url}"
+        key = settings.admin_api_key
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._http = httpx.Client(
+            base_url=self.url, headers=headers, timeout=httpx.Timeout(LONG, connect=5.0)
+        )
+
+    def answers(self) -> bool:
+        """A rag-hub server is listening here."""
+        try:
+            response = self._http.get("/health", timeout=5.0)
+            return response.status_code == 200 and response.json().get("status") == "ok"
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return False
+
+    def check(self, collection: str | None, repair: bool, sample: int) -> dict[str, Any]:
+        body = {"collection": collection, "repair": repair, "sample": sample}
+        return self._post("/v1/ops/check", body)
+
+    def plan(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self._post("/v1/ops/migrate/plan", body)
+
+    def migrate(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Run the migration in the server, drawing its progress; its result, or its error."""
+        with Bars() as bars:
+            for event in self._events(body):
+                if event.get("event") == "progress":
+                    bars(event["phase"], event["done"], event["total"])
+                elif event.get("event") == "done":
+                    return event["result"]
+                elif event.get("event") == "error":
+                    raise RemoteError(
+                        event["error"]["code"], f"server: {event['error']['message']}"
+                    )
+        raise RemoteError("INTERNAL_ERROR", f"{self.where} ended the migration without a result")
+
+    def _events(self, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        try:
+            with self._http.stream("POST", "/v1/ops/migrate", json=body) as response:
+                if response.status_code != 200:
+                    response.read()
+                    raise _error(response)
+                for line in response.iter_lines():
+                    if line.strip():
+                        yield json.loads(line)
+        except httpx.HTTPError as exc:
+            raise UpstreamUnavailable(self.where, str(exc)) from exc
+
+    def drop_old(self, collection: str) -> dict[str, Any]:
+        return self._post("/v1/ops/drop-old", {"collection": collection})
+
+    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        try:
+            response = self._http.post(path, json=body)
+        except httpx.HTTPError as exc:
+            raise UpstreamUnavailable(self.where, str(exc)) from exc
+        if response.status_code != 200:
+            raise _error(response)
+        return response.json()
+
+
+def _error(response: httpx.Response) -> RemoteError:
+    try:
+        error = response.json()["error"]
+        return RemoteError(error["code"], f"server: {error['message']}")
+    except (ValueError, KeyError, TypeError):
+        return RemoteError(f"HTTP_{response.status_code}", f"server: {response.text[:200]}")

@@ -1,0 +1,303 @@
+"""The integrity check of one collection: store vs collections.yaml vs its kb folder.
+
+`inspect_collection` only reads; it returns the findings and a `RepairPlan` of what can be fixed
+safely (see rag_api.ops.repair). Checks: alias, dimension, embedder, files (every kb file indexed
+with its current hash and all its chunks), orphans, payload, duplicates, vectors (a sample
+re-embedded now), sparse (BM25 vectors where the mode uses them).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rag_api import kb
+from rag_api.chunking import UnreadableFile, read_chunks
+from rag_api.collection import Collection
+from rag_api.errors import RagError
+from rag_api.ingest import content_hash
+from rag_api.ops.findings import ERROR, WARNING, Finding
+from rag_api.store import CollectionInfo, Selector, extract_source, extract_text, point_id
+
+MIN_COSINE = 0.99  # a re-embedded chunk this close to its stored vector is the same model
+
+
+@dataclass
+class RepairPlan:
+    """What `--repair` may do: only writes the hub itself would make."""
+
+    reindex: set[str] = field(default_factory=set)  # kb files to index again
+    orphans: set[str] = field(default_factory=set)  # vanished kb files whose chunks remain
+    duplicates: set[str] = field(default_factory=set)  # point ids to delete
+    sparse: set[str] = field(default_factory=set)  # point ids to give their BM25 vector back
+
+    def __bool__(self) -> bool:
+        return bool(self.reindex or self.orphans or self.duplicates or self.sparse)
+
+
+@dataclass
+class Inspection:
+    name: str
+    info: CollectionInfo | None
+    findings: list[Finding] = field(default_factory=list)
+    plan: RepairPlan = field(default_factory=RepairPlan)
+    writable: bool = True  # False when only a migration can fix the collection
+
+    def add(
+        self,
+        check: str,
+        detail: str,
+        subject: str = "",
+        severity: str = ERROR,
+        repairable: bool = False,
+    ) -> None:
+        self.findings.append(Finding(self.name, check, severity, detail, subject, repairable))
+
+
+@dataclass
+class _Scan:
+    """One pass over every point's payload, reduced to what the checks need."""
+
+    embedders: Counter = field(default_factory=Counter)
+    by_key: dict[tuple[str, int], list[str]] = field(default_factory=dict)
+    files: dict[str, dict[tuple[str, int], tuple[str, str]]] = field(default_factory=dict)
+    bad: list[tuple[str, str, str | None]] = field(default_factory=list)  # id, why, file
+    sampleable: list[str] = field(default_factory=list)  # ids of healthy points of our model
+
+
+def inspect_collection(collection: Collection, sample: int = 16) -> Inspection:
+    """Every finding for one collection, and the repairs that would be safe."""
+    name, store = collection.name, collection.store
+    aliases = store.aliases()
+    if name in aliases and aliases[name] not in store.physical_collections():
+        result = Inspection(name, None, writable=False)
+        result.add("alias", f"alias '{name}' points to '{aliases[name]}', which does not exist")
+        return result
+    info = collection.info(refresh=True)
+    result = Inspection(name, info)
+    files, skipped = _kb_files(collection)
+    if info is None:
+        if files:
+            result.add("alias", "nothing in the store for this collection", repairable=True)
+            result.plan.reindex.update(item.rel for item in files)
+        return result
+    if info.dim != collection.cfg.embedder.dim:
+        result.writable = False
+        result.add(
+            "dimension",
+            f"stored vectors have {info.dim} dimensions, collections.yaml says "
+            f"{collection.cfg.embedder.dim}: run `rag-hub migrate {name}` (not repaired)",
+        )
+        return result
+    scan = _scan(collection, info)
+    _check_embedder(collection, scan, result)
+    _check_payloads(collection, scan, result)
+    _check_duplicates(collection, scan, result)
+    if collection.kb_path is not None:
+        _check_files(collection, files, skipped, scan, result)
+    if result.writable and sample:
+        ids = random.sample(scan.sampleable, min(sample, len(scan.sampleable)))
+        _check_vectors(collection, info, ids, result)
+    _check_sparse(collection, info, result)
+    return result
+
+
+def _kb_files(collection: Collection) -> tuple[list[kb.KbFile], dict[str, str]]:
+    if collection.kb_path is None or not collection.kb_path.is_dir():
+        return [], {}
+    return kb.scan(collection.kb_path)
+
+
+def _scan(collection: Collection, info: CollectionInfo) -> _Scan:
+    scan = _Scan()
+    ours = collection.embedder_id
+    prefix = collection.cfg.embedder.document_prefix
+    for record in collection.store.iter_records(info.physical):
+        payload = record.payload
+        text, source = extract_text(payload), extract_source(payload)
+        scan.embedders[payload.get("embedder")] += 1
+        chunk_index = payload.get("chunk_index")
+        origin_file = payload.get("file") if payload.get("origin") == "file" else None
+        if not source:
+            scan.bad.append((record.id, "no source", origin_file))
+            continue
+        stored_hash = payload.get("content_hash")
+        if not text.strip():
+            scan.bad.append((record.id, "empty text", origin_file))
+        elif payload.get("embedder") == ours:
+            if isinstance(stored_hash, str) and stored_hash != content_hash(text, prefix):
+                scan.bad.append((record.id, "text does not match its content_hash", origin_file))
+            else:
+                scan.sampleable.append(record.id)
+        if isinstance(chunk_index, int):
+            scan.by_key.setdefault((source, chunk_index), []).append(record.id)
+            if origin_file:
+                entry = (str(payload.get("doc_hash")), str(stored_hash))
+                scan.files.setdefault(origin_file, {})[(source, chunk_index)] = entry
+    return scan
+
+
+def _check_embedder(collection: Collection, scan: _Scan, result: Inspection) -> None:
+    configured = collection.embedder_id
+    others = {e: n for e, n in scan.embedders.items() if e is not None and e != configured}
+    if others:
+        result.writable = False
+        held = ", ".join(f"{n} of {e}" for e, n in sorted(others.items()))
+        result.add(
+            "embedder",
+            f"points hold vectors of another model ({held}); collections.yaml configures "
+            f"{configured}: run `rag-hub migrate {collection.name}` (not repaired)",
+        )
+
+
+def _check_payloads(collection: Collection, scan: _Scan, result: Inspection) -> None:
+    for pid, why, origin_file in scan.bad:
+        fixable = origin_file is not None and _in_kb(collection, origin_file)
+        result.add("payload", f"point {pid}: {why}", subject=pid, repairable=fixable)
+        if fixable:
+            result.plan.reindex.add(origin_file)
+
+
+def _check_duplicates(collection: Collection, scan: _Scan, result: Inspection) -> None:
+    for (source, chunk_index), ids in sorted(scan.by_key.items()):
+        if len(ids) < 2:
+            continue
+        canonical = point_id(collection.name, source, chunk_index)
+        keep = canonical if canonical in ids else sorted(ids)[0]
+        extra = sorted(i for i in ids if i != keep)
+        result.add(
+            "duplicates",
+            f"{source}#{chunk_index} is stored {len(ids)} times (extra ids: {', '.join(extra)})",
+            subject=f"{source}#{chunk_index}",
+            repairable=True,
+        )
+        result.plan.duplicates.update(extra)
+
+
+def _check_files(
+    collection: Collection,
+    files: list[kb.KbFile],
+    skipped: dict[str, str],
+    scan: _Scan,
+    result: Inspection,
+) -> None:
+    assert collection.kb_path is not None
+    if not collection.kb_path.is_dir():
+        # An unmounted or misnamed folder must not read as "every file was deleted".
+        result.add("files", f"kb folder {collection.kb_path} does not exist (not repaired)")
+        return
+    present = {item.rel for item in files}
+    for rel in sorted(set(scan.files) - present):
+        why = f"skipped: {skipped[rel]}" if rel in skipped else "deleted"
+        result.add(
+            "orphans",
+            f"{rel}: {len(scan.files[rel])} chunks of a file that is gone from the kb ({why})",
+            subject=rel,
+            repairable=True,
+        )
+        result.plan.orphans.add(rel)
+    for item in files:
+        problem = _file_problem(collection, item, scan.files.get(item.rel))
+        if problem is None:
+            continue
+        severity, detail = problem
+        fixable = severity == ERROR
+        result.add(
+            "files", f"{item.rel}: {detail}", item.rel, severity=severity, repairable=fixable
+        )
+        if fixable:
+            result.plan.reindex.add(item.rel)
+
+
+def _file_problem(
+    collection: Collection, item: kb.KbFile, stored: dict[tuple[str, int], tuple[str, str]] | None
+) -> tuple[str, str] | None:
+    """Why a kb file's chunks are not exactly what indexing it now would write (None: they are)."""
+    chunking = collection.cfg.chunking
+    try:
+        current = kb.doc_hash(item.path.read_bytes(), chunking)
+    except OSError as exc:
+        return WARNING, f"cannot be read ({exc.strerror or exc})"
+    if not stored:
+        return ERROR, "not indexed"
+    if {doc for doc, _ in stored.values()} != {current}:
+        return ERROR, "indexed from an older version of the file (content hash differs)"
+    try:
+        chunks = read_chunks(item.path, item.rel, chunking).chunks
+    except UnreadableFile as exc:
+        return WARNING, f"unreadable, the indexer skips it ({exc})"
+    prefix = collection.cfg.embedder.document_prefix
+    expected = {(c.source, c.chunk_index): content_hash(c.text, prefix) for c in chunks}
+    missing = [f"{s}#{i}" for (s, i) in sorted(set(expected) - set(stored))]
+    extra = [f"{s}#{i}" for (s, i) in sorted(set(stored) - set(expected))]
+    if missing or extra:
+        parts = [f"missing chunks {_few(missing)}"] if missing else []
+        parts += [f"unexpected chunks {_few(extra)}"] if extra else []
+        return ERROR, "; ".join(parts)
+    changed = [key for key, digest in expected.items() if stored[key][1] != digest]
+    if changed:
+        return ERROR, f"{len(changed)} chunks differ from the file's current text"
+    return None
+
+
+def _check_vectors(
+    collection: Collection, info: CollectionInfo, ids: list[str], result: Inspection
+) -> None:
+    records = collection.store.retrieve(info.physical, ids, with_dense=True)
+    records = [r for r in records if r.dense is not None and extract_text(r.payload)]
+    if not records:
+        return
+    try:
+        fresh = collection.embed_documents([extract_text(r.payload) for r in records])
+    except RagError as exc:
+        result.add("vectors", f"could not re-embed a sample: {exc.message}")
+        return
+    stored = np.asarray([r.dense for r in records], dtype=np.float32)
+    norms = np.linalg.norm(stored, axis=1) * np.linalg.norm(fresh, axis=1)
+    cosines = (stored * fresh).sum(axis=1) / np.where(norms == 0, 1, norms)
+    low = int((cosines < MIN_COSINE).sum())
+    if low:
+        result.add(
+            "vectors",
+            f"{low} of {len(records)} sampled chunks re-embed with {collection.embedder_id} to a "
+            f"different vector (lowest cosine {cosines.min():.3f} < {MIN_COSINE}): the model "
+            f"changed; re-embed with `rag-hub index --force` or `rag-hub migrate` (not repaired)",
+        )
+
+
+def _check_sparse(collection: Collection, info: CollectionInfo, result: Inspection) -> None:
+    if collection.cfg.retrieval.mode == "dense":
+        return
+    if not info.has_sparse:
+        result.add(
+            "sparse",
+            f"mode is {collection.cfg.retrieval.mode} but the collection has no BM25 vectors "
+            "(written by another tool?): re-index it into a new collection (not repaired)",
+        )
+        return
+    lacking = collection.store.iter_records(info.physical, Selector(has_sparse=False))
+    encoder = collection.sparse
+    # a chunk of nothing but stop words has no BM25 vector by design
+    missing = [r.id for r in lacking if encoder.document(extract_text(r.payload)).indices]
+    if missing:
+        result.add(
+            "sparse",
+            f"{len(missing)} points lack their BM25 vector (e.g. {missing[0]})",
+            repairable=result.writable,
+        )
+        if result.writable:
+            result.plan.sparse.update(missing)
+
+
+def _in_kb(collection: Collection, rel: str) -> bool:
+    return collection.kb_path is not None and (collection.kb_path / rel).is_file()
+
+
+def _few(items: Iterable[str], limit: int = 5) -> str:
+    items = list(items)
+    more = f" and {len(items) - limit} more" if len(items) > limit else ""
+    return ", ".join(items[:limit]) + more

@@ -1,0 +1,39 @@
+"""Operations on a hub opened by this process: the same calls and answers as the server's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rag_api.config import EmbedderConfig
+from rag_api.hub import Hub
+from rag_api.ops.check import run_check
+from rag_api.ops.migrate import drop_old, plan_request, run_migration
+from rag_api.ops.progress import Bars
+
+
+class LocalOps:
+    """What OpsClient asks a server for, done here."""
+
+    where = "this process"
+
+    def __init__(self, hub: Hub) -> None:
+        self.hub = hub
+
+    def check(self, collection: str | None, repair: bool, sample: int) -> dict[str, Any]:
+        return run_check(self.hub, collection, repair, sample).as_dict()
+
+    def plan(self, body: dict[str, Any]) -> dict[str, Any]:
+        return _plan(self.hub, body).as_dict()
+
+    def migrate(self, body: dict[str, Any]) -> dict[str, Any]:
+        with Bars() as bars:
+            return run_migration(self.hub, _plan(self.hub, body), bars).as_dict()
+
+    def drop_old(self, collection: str) -> dict[str, Any]:
+        return {"collection": collection, "dropped": drop_old(self.hub, collection)}
+
+
+def _plan(hub: Hub, body: dict[str, Any]):
+    embedder = body.get("embedder")
+    embedder = EmbedderConfig.model_validate(embedder) if embedder else None
+    return plan_request(hub, body["collection"], embedder, body.get("rollback", False))

@@ -1,0 +1,56 @@
+"""`rag-hub check --repair`: apply a collection's RepairPlan with the hub's own write path."""
+
+from __future__ import annotations
+
+import logging
+
+from rag_api import kb
+from rag_api.collection import Collection
+from rag_api.ingest import delete_points
+from rag_api.ops.findings import Repair
+from rag_api.ops.inspection import RepairPlan
+from rag_api.store import PointData, Selector, extract_text
+from rag_api.sync import SyncReport, index_files
+
+log = logging.getLogger("rag_api.ops.repair")
+
+
+def apply_repairs(collection: Collection, plan: RepairPlan) -> list[Repair]:
+    """Delete duplicates and orphans, re-index files, restore BM25 vectors; say what was done."""
+    name = collection.name
+    done: list[Repair] = []
+    if plan.duplicates:
+        deleted = delete_points(collection, Selector(ids=tuple(sorted(plan.duplicates))))
+        done.append(Repair(name, "deleted duplicates", f"{deleted} points"))
+    for rel in sorted(plan.orphans):
+        deleted = delete_points(collection, Selector(origin="file", file=rel))
+        done.append(Repair(name, "deleted orphans", f"{rel}: {deleted} chunks"))
+    if plan.reindex and collection.kb_path is not None:
+        report = SyncReport(name)
+        files = kb.scan(collection.kb_path)[0]
+        index_files(collection, [(f, None) for f in files if f.rel in plan.reindex], report)
+        detail = f"{report.indexed} files, {report.stats.written} chunks"
+        if report.errors:
+            detail += f"; failed: {', '.join(sorted(report.errors))}"
+        done.append(Repair(name, "re-indexed files", detail))
+    if plan.sparse:
+        restored = _restore_sparse(collection, sorted(plan.sparse))
+        done.append(Repair(name, "restored BM25 vectors", f"{restored} points"))
+    for repair in done:
+        log.info("%s: %s: %s", name, repair.action, repair.detail)
+    return done
+
+
+def _restore_sparse(collection: Collection, ids: list[str]) -> int:
+    """Rewrite points with their BM25 vector, keeping their dense vector and payload."""
+    info = collection.writable()
+    with collection.writes.read():
+        records = collection.store.retrieve(info.physical, ids, with_dense=True)
+        points = [
+            PointData(r.id, r.dense, r.payload, collection.sparse.document(extract_text(r.payload)))
+            for r in records
+            if r.dense is not None
+        ]
+        with collection.lock.write():
+            collection.store.upsert(info.physical, points)
+    return len(points)

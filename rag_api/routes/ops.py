@@ -1,0 +1,126 @@
+"""/v1/ops/*: the integrity check and migrations run inside the server (admin key).
+
+The embedded store belongs to one process; while `rag-hub serve` owns it, `rag-hub check` and
+`rag-hub migrate` send the operation here and print the same output.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+from collections.abc import AsyncIterator
+from functools import partial
+from typing import Annotated, Any
+
+import anyio
+from fastapi import APIRouter, Depends
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from rag_api.auth import require_admin
+from rag_api.config import EmbedderConfig
+from rag_api.errors import RagError
+from rag_api.hub import Hub
+from rag_api.ops.check import DEFAULT_SAMPLE, run_check
+from rag_api.ops.migrate import MigrationPlan, drop_old, exclusive, plan_request, run_migration
+from rag_api.routes.deps import get_hub
+
+router = APIRouter(prefix="/v1/ops", tags=["ops"], dependencies=[Depends(require_admin)])
+
+
+class CheckBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    collection: str | None = None
+    repair: bool = False
+    sample: Annotated[int, Field(ge=0, le=10_000)] = DEFAULT_SAMPLE
+
+
+class MigrateBody(BaseModel):
+    """A migration to `embedder`, or with `rollback` back to the previous collection."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    collection: str
+    embedder: EmbedderConfig | None = None
+    rollback: bool = False
+
+    def plan(self, hub: Hub) -> MigrationPlan:
+        return plan_request(hub, self.collection, self.embedder, self.rollback)
+
+
+class CollectionBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    collection: str
+
+
+@router.post("/check")
+def check(body: CheckBody, hub: Hub = Depends(get_hub)) -> dict[str, Any]:
+    """The check's JSON document (status 200 whatever it found: see its exit_code)."""
+    return run_check(hub, body.collection, body.repair, body.sample).as_dict()
+
+
+@router.post("/migrate/plan")
+def migrate_plan(body: MigrateBody, hub: Hub = Depends(get_hub)) -> dict[str, Any]:
+    """What the migration would do; changes nothing."""
+    return body.plan(hub).as_dict()
+
+
+@router.post("/migrate")
+def migrate(body: MigrateBody, hub: Hub = Depends(get_hub)) -> StreamingResponse:
+    """Run a migration, streaming NDJSON events: plan, progress..., then done or error.
+
+    A client that hangs up before the alias swap cancels it (re-running resumes); after the
+    swap the migration completes.
+    """
+    plan = body.plan(hub)
+    with exclusive(hub, body.collection):  # refuse a second migration before streaming
+        pass
+    events: queue.Queue[dict[str, Any] | None] = queue.Queue()
+    cancel = threading.Event()
+
+    def work() -> None:
+        try:
+            progress = partial(_progress, events)
+            result = run_migration(hub, plan, progress, cancel)
+            events.put({"event": "done", "result": result.as_dict()})
+        except RagError as exc:
+            events.put({"event": "error", "error": {"code": exc.code, "message": exc.message}})
+        except Exception as exc:  # reported in the stream: the status line is already sent
+            message = f"internal error: {type(exc).__name__}: {exc}"
+            events.put({"event": "error", "error": {"code": "INTERNAL_ERROR", "message": message}})
+        finally:
+            events.put(None)
+
+    async def stream() -> AsyncIterator[bytes]:
+        try:
+            yield _line({"event": "plan", "plan": plan.as_dict()})
+            threading.Thread(target=work, name=f"migrate-{plan.collection}", daemon=True).start()
+            while True:
+                try:
+                    event = await anyio.to_thread.run_sync(partial(events.get, timeout=0.5))
+                except queue.Empty:
+                    continue
+                if event is None:
+                    return
+                yield _line(event)
+        finally:
+            cancel.set()  # a no-op once the migration has finished
+
+    return StreamingResponse(stream(), media_type="application/x-ndjson")
+
+
+@router.post("/drop-old")
+def drop_old_collections(body: CollectionBody, hub: Hub = Depends(get_hub)) -> dict[str, Any]:
+    """Delete the collections a migration left behind (the live one stays)."""
+    return {"collection": body.collection, "dropped": drop_old(hub, body.collection)}
+
+
+def _progress(events: queue.Queue, phase: str, done: int, total: int) -> None:
+    events.put({"event": "progress", "phase": phase, "done": done, "total": total})
+
+
+def _line(event: dict[str, Any]) -> bytes:
+    return (json.dumps(event, ensure_ascii=False) + "\n").encode()
