@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -54,10 +55,14 @@ def scan(root: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[list[KbFile], 
             reason = ignore_reason(rel)
             if reason is None:
                 try:
-                    size = path.stat().st_size
+                    info = path.stat()
                 except OSError:
                     continue  # gone between listing and stat
-                if size > max_bytes:
+                size = info.st_size
+                if not stat.S_ISREG(info.st_mode):
+                    # reading a FIFO blocks forever; a device never ends
+                    skipped[rel] = "not a regular file"
+                elif size > max_bytes:
                     skipped[rel] = f"larger than the {max_bytes} byte limit ({size} bytes)"
                 else:
                     files.append(KbFile(rel, path, size))
