@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+BATCH_GRACE_S = 0.05
 Stamp = tuple[int, int] | None  # (size, mtime_ns) of a file; None when it does not exist
 
 
@@ -108,12 +109,12 @@ class Pending:
 
     def next_due(self) -> float | None:
         """When to look again (None when nothing is queued): once the earliest item is due, plus
-        a tenth of the quiet time, so that files saved together are taken together."""
+        a moment, so that files saved together are taken together."""
         with self._lock:
             times = [at for at, _ in self._changed.values()]
             if self._reconcile_at is not None:
                 times.append(self._reconcile_at)
-        return min(times) + self.quiet_s * 1.1 if times else None
+        return min(times) + self.quiet_s + min(self.quiet_s, BATCH_GRACE_S) if times else None
 
     def __len__(self) -> int:
         with self._lock:

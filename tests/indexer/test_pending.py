@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from indexer.pending import Pending, Work
+from indexer.pending import BATCH_GRACE_S, Pending, Work
 
 QUIET = 1.0
 
@@ -17,7 +17,7 @@ def test_a_path_is_due_once_quiet(tmp_path: Path) -> None:
     pending.touch("a.md", now=10.5)  # a burst: the last event counts
 
     assert not pending.take(now=11.0) and pending.waiting("a.md")
-    assert pending.next_due() == 10.5 + QUIET * 1.1
+    assert pending.next_due() == 10.5 + QUIET + BATCH_GRACE_S
     assert pending.take(now=11.5) == Work(paths={"a.md"})
     assert len(pending) == 0 and pending.next_due() is None
 
