@@ -99,6 +99,8 @@ class CollectionState:
                     self._bad[rel] = (signature, reason)
             for rel in report.current | report.gone:
                 self._bad.pop(rel, None)
+                self._skips.pop(rel, None)
+            self._bad = {rel: bad for rel, bad in self._bad.items() if (self.root / rel).exists()}
             if full:
                 self._files = set(report.current)
                 self._skips = {r: why for r, why in self._skips.items() if r in report.skipped}

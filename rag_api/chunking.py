@@ -121,12 +121,12 @@ def split_text(text: str, chunking: ChunkingConfig, markdown: bool = False) -> l
         sections = _markdown_sections(text, chunking.size)
     else:
         sections = _paragraph_groups(text, chunking.size)
-    splitter = _splitter(chunking.size, chunking.overlap)
     chunks: list[str] = []
     for section in sections:
         if len(section) <= chunking.size:
             chunks.append(section)
-        else:
+        else:  # llama-index is imported only when a piece needs cutting (seconds at start-up)
+            splitter = _splitter(chunking.size, chunking.overlap)
             chunks.extend(piece.strip() for piece in splitter.split_text(section))
     return [c for c in chunks if c]
 
