@@ -109,21 +109,27 @@ class Watcher:
             for state in self.states.values():
                 if self._stop.is_set():
                     break
-                now = time.monotonic()
-                if self.rescan_s and now >= state.next_rescan:
-                    state.next_rescan = now + self.rescan_s
-                    self._ensure_watch(state)
-                    state.pending.request_reconcile(at_once=True)
-                if now >= state.retry_at:
-                    state.busy = True  # from taking the work until its outcome is recorded
-                    try:
-                        work = state.pending.take(now)
-                        if work:
-                            self._apply(state, work)
-                    finally:
-                        state.busy = False
+                try:
+                    self._tick(state)
+                except Exception as exc:  # whatever happens, the worker keeps going
+                    state.failed(exc, self.retry_max_s)
             self._wake.wait(self._sleep_s())
             self._wake.clear()
+
+    def _tick(self, state: CollectionState) -> None:
+        now = time.monotonic()
+        if self.rescan_s and now >= state.next_rescan:
+            state.next_rescan = now + self.rescan_s
+            self._ensure_watch(state)
+            state.pending.request_reconcile(at_once=True)
+        if now >= state.retry_at:
+            state.busy = True  # from taking the work until its outcome is recorded
+            try:
+                work = state.pending.take(now)
+                if work:
+                    self._apply(state, work)
+            finally:
+                state.busy = False
 
     def _apply(self, state: CollectionState, work: Work) -> None:
         collection = state.collection
@@ -188,9 +194,20 @@ class Watcher:
             state.watching = False
             return False
         handler = self._handlers[state.name]
-        watch = self._observer.schedule(
-            handler, str(state.root), recursive=True, event_filter=EVENT_TYPES
-        )
+        try:
+            watch = self._observer.schedule(
+                handler, str(state.root), recursive=True, event_filter=EVENT_TYPES
+            )
+        except OSError as exc:  # e.g. the inotify watch limit (fs.inotify.max_user_watches)
+            if state.watching is not False:
+                log.warning(
+                    "%s: cannot watch %s (%s); only the periodic reconcile will see changes",
+                    state.name,
+                    state.root,
+                    exc,
+                )
+            state.watching = False
+            return True  # the folder is there: reconciles still apply
         self._watches[state.name] = (watch, inode)
         state.watching = True
         return True

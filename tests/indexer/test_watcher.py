@@ -148,3 +148,23 @@ def test_a_missing_kb_folder_is_watched_once_it_appears(tmp_path: Path, start_wa
 
     wait_for(lambda: found(watcher, "lighthouses") == {"first.md"})
     assert watcher.status()["collections"]["notes"]["watching"] is True
+
+
+def test_a_vanished_kb_folder_keeps_its_chunks_and_is_watched_again(
+    kb_dir: Path, start_watcher
+) -> None:
+    (kb_dir / "a.md").write_text("Puffins nest on cliffs.")
+    watcher = start_watcher(kb_dir, rescan_s=0.3)
+    wait_for(lambda: found(watcher, "puffins") == {"a.md"})
+
+    shutil.rmtree(kb_dir)  # an unmounted share looks the same: not "every file was deleted"
+    wait_for(lambda: watcher.status()["collections"]["notes"]["watching"] is False)
+    assert found(watcher, "puffins") == {"a.md"}
+
+    kb_dir.mkdir()
+    (kb_dir / "b.md").write_text("Gannets dive for fish.")
+    wait_for(lambda: found(watcher, "gannets") == {"b.md"})
+    wait_for(lambda: found(watcher, "puffins") == set())  # back, and a.md is really gone
+    (kb_dir / "c.md").write_text("Terns migrate far.")  # events flow again
+    wait_for(lambda: found(watcher, "terns") == {"c.md"})
+    assert watcher.status()["collections"]["notes"]["watching"] is True
