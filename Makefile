@@ -23,8 +23,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: install
-	$(BIN)/rag-hub index
-	$(BIN)/rag-hub serve --host $(HOST) --port $(PORT)
+	$(BIN)/rag-hub serve --watch --host $(HOST) --port $(PORT)
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

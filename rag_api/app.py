@@ -12,14 +12,17 @@ from fastapi import FastAPI
 from rag_api.api_errors import install_error_handlers
 from rag_api.hub import Hub
 from rag_api.limits import BodyLimit
-from rag_api.routes import collections, health, openai, ops, query
+from rag_api.routes import collections, health, indexer, openai, ops, query
 from rag_api.settings import Settings
 
 log = logging.getLogger("rag_api.app")
 
 
-def create_app(settings: Settings | None = None, hub: Hub | None = None) -> FastAPI:
-    """A fresh app. It opens its own hub at start-up unless one is given (then the caller owns it)."""
+def create_app(
+    settings: Settings | None = None, hub: Hub | None = None, watch: bool = False
+) -> FastAPI:
+    """A fresh app. It opens its own hub at start-up unless one is given (then the caller owns it);
+    `watch` runs the folder indexer in the same process (what the embedded store needs)."""
     settings = settings or Settings()
 
     @asynccontextmanager
@@ -31,8 +34,15 @@ def create_app(settings: Settings | None = None, hub: Hub | None = None) -> Fast
             log.info(
                 "serving %d collections from %s", len(opened.collections), opened.store.location
             )
+            if watch:
+                from indexer import Watcher
+
+                app.state.watcher = await anyio.to_thread.run_sync(Watcher(opened).start)
             yield
         finally:
+            if app.state.watcher is not None:
+                await anyio.to_thread.run_sync(app.state.watcher.stop)
+                app.state.watcher = None
             app.state.hub = None
             if hub is None:
                 await anyio.to_thread.run_sync(opened.close)
@@ -45,8 +55,16 @@ def create_app(settings: Settings | None = None, hub: Hub | None = None) -> Fast
     )
     app.state.settings = settings
     app.state.hub = None
+    app.state.watcher = None
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
-    for router in (health.router, collections.router, query.router, openai.router, ops.router):
+    for router in (
+        health.router,
+        collections.router,
+        query.router,
+        openai.router,
+        ops.router,
+        indexer.router,
+    ):
         app.include_router(router)
     return app

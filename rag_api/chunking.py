@@ -13,7 +13,8 @@ from typing import Any
 from rag_api.config import ChunkingConfig
 
 # Raising this re-indexes every file: chunk boundaries are part of what a stored chunk is.
-CHUNKER_VERSION = 1
+# 2: plain text is cut at paragraphs first (an edit used to shift every later chunk boundary).
+CHUNKER_VERSION = 2
 TEXT_SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".text": "text"}
 SUFFIXES = {
     **TEXT_SUFFIXES,
@@ -112,23 +113,46 @@ def parse_jsonl(text: str, file_source: str) -> ReadResult:
 
 
 def split_text(text: str, chunking: ChunkingConfig, markdown: bool = False) -> list[str]:
-    """Chunks of at most `size` characters with `overlap`; markdown is cut at headings first,
-    so an edit re-chunks only its own section."""
+    """Chunks of at most `size` characters with `overlap`; markdown is cut at headings first and
+    plain text at paragraphs, so an edit re-chunks only its own section or paragraphs."""
     text = text.strip()
     if not text:
         return []
-    sections = _markdown_sections(text, chunking.size) if markdown else [text]
-    splitter = _splitter(chunking.size, chunking.overlap)
+    if markdown:
+        sections = _markdown_sections(text, chunking.size)
+    else:
+        sections = _paragraph_groups(text, chunking.size)
     chunks: list[str] = []
     for section in sections:
         if len(section) <= chunking.size:
             chunks.append(section)
-        else:
+        else:  # llama-index is imported only when a piece needs cutting (seconds at start-up)
+            splitter = _splitter(chunking.size, chunking.overlap)
             chunks.extend(piece.strip() for piece in splitter.split_text(section))
     return [c for c in chunks if c]
 
 
 _HEADING = re.compile(r"^#{1,6}\s", re.M)
+_BLANK_LINE = re.compile(r"\n\s*\n")
+
+
+def _paragraph_groups(text: str, size: int) -> list[str]:
+    """Consecutive paragraphs packed into groups of at most `size` characters (a longer paragraph
+    alone): boundaries fall between paragraphs, so they shift only near an edit."""
+    groups: list[str] = []
+    group: list[str] = []
+    length = 0
+    for paragraph in (p.strip() for p in _BLANK_LINE.split(text)):
+        if not paragraph:
+            continue
+        if group and length + 2 + len(paragraph) > size:
+            groups.append("\n\n".join(group))
+            group, length = [], 0
+        length += len(paragraph) + (2 if group else 0)
+        group.append(paragraph)
+    if group:
+        groups.append("\n\n".join(group))
+    return groups
 
 
 def _markdown_sections(text: str, size: int) -> list[str]:

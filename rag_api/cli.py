@@ -1,4 +1,4 @@
-"""The `rag-hub` command: serve, index, query, collections, config check."""
+"""The `rag-hub` command: serve, watch, index, query, collections, config check."""
 
 from __future__ import annotations
 
@@ -78,10 +78,13 @@ def open_hub(settings: Settings) -> Iterator[Any]:
 @cli.command()
 @click.option("--host", envvar="RAG_HOST", help="Bind address [env RAG_HOST; default 127.0.0.1]")
 @click.option("--port", type=int, envvar="RAG_PORT", help="Port [env RAG_PORT; default 8000]")
+@click.option(
+    "--watch", is_flag=True, help="Also keep the collections in sync with their kb folders."
+)
 @click.pass_obj
 @domain_errors
-def serve(settings: Settings, host: str | None, port: int | None) -> None:
-    """Serve the HTTP API."""
+def serve(settings: Settings, host: str | None, port: int | None, watch: bool) -> None:
+    """Serve the HTTP API (with --watch: and the folder indexer, in this one process)."""
     import uvicorn
 
     from rag_api.app import create_app
@@ -91,9 +94,37 @@ def serve(settings: Settings, host: str | None, port: int | None) -> None:
     if port:
         settings.port = port
     logging.getLogger().setLevel(min(logging.getLogger().level, logging.INFO))
-    uvicorn.run(
-        create_app(settings), host=settings.host, port=settings.port, log_level=settings.log_level
-    )
+    app = create_app(settings, watch=watch)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level)
+
+
+@cli.command()
+@click.option("--debounce", type=click.FloatRange(0), help="Seconds a file must be quiet.")
+@click.option("--rescan", type=click.FloatRange(0), help="Seconds between full reconciles.")
+@click.pass_obj
+@domain_errors
+def watch(settings: Settings, debounce: float | None, rescan: float | None) -> None:
+    """Keep every enabled collection in sync with its kb folder (the indexer alone).
+
+    With the embedded store this process owns it and no API can run beside it: use
+    `serve --watch` instead. Defaults: RAG_WATCH_DEBOUNCE_S, RAG_WATCH_RESCAN_S.
+    """
+    import signal
+    import threading
+
+    from indexer import Watcher
+
+    logging.getLogger().setLevel(min(logging.getLogger().level, logging.INFO))
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    with open_hub(settings) as hub:
+        hub.load_models()
+        watcher = Watcher(hub, debounce_s=debounce, rescan_s=rescan).start()
+        try:
+            stop.wait()
+        finally:
+            watcher.stop()
 
 
 @cli.command()
@@ -119,11 +150,14 @@ def index(settings: Settings, collection: str | None, force: bool, as_json: bool
         for name in names:
             kb_coll = hub.collection(name)
             hub.embeddings.check_dimension(kb_coll.cfg.embedder, name)
-            total = len(kb.scan(kb_coll.kb_path)[0]) if kb_coll.kb_path else 0
+            max_bytes = settings.max_file_bytes
+            total = len(kb.scan(kb_coll.kb_path, max_bytes)[0]) if kb_coll.kb_path else 0
             with tqdm(
                 total=total, desc=name, unit="file", disable=as_json or not total, file=sys.stderr
             ) as bar:
-                report = sync_collection(kb_coll, force=force, progress=bar.update)
+                report = sync_collection(
+                    kb_coll, force=force, progress=bar.update, max_bytes=max_bytes
+                )
             info = kb_coll.info(refresh=True)
             if info is not None and report.indexed:
                 hub.store.optimize(info.physical)

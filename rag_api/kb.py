@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -19,6 +21,7 @@ class KbFile:
     rel: str  # POSIX path relative to the kb folder: the file's source name
     path: Path
     size: int
+    mtime_ns: int = 0
 
 
 def ignore_reason(rel: str) -> str | None:
@@ -49,21 +52,41 @@ def scan(root: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[list[KbFile], 
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for filename in sorted(filenames):
-            path = Path(dirpath) / filename
-            rel = relative(root, path)
-            reason = ignore_reason(rel)
-            if reason is None:
-                try:
-                    size = path.stat().st_size
-                except OSError:
-                    continue  # gone between listing and stat
-                if size > max_bytes:
-                    skipped[rel] = f"larger than the {max_bytes} byte limit ({size} bytes)"
-                else:
-                    files.append(KbFile(rel, path, size))
-            elif reason != "hidden":
-                skipped[rel] = reason
+            _admit(root, Path(dirpath) / filename, max_bytes, files, skipped)
     return files, skipped
+
+
+def stat_files(
+    root: Path, rels: Iterable[str], max_bytes: int = DEFAULT_MAX_BYTES
+) -> tuple[list[KbFile], dict[str, str]]:
+    """The given kb-relative paths that are indexable files now (missing ones are left out),
+    and the skipped ones with the reason: `scan` restricted to a few paths."""
+    files: list[KbFile] = []
+    skipped: dict[str, str] = {}
+    for rel in sorted(set(rels)):
+        _admit(root, root / rel, max_bytes, files, skipped)
+    return files, skipped
+
+
+def _admit(
+    root: Path, path: Path, max_bytes: int, files: list[KbFile], skipped: dict[str, str]
+) -> None:
+    rel = relative(root, path)
+    reason = ignore_reason(rel)
+    if reason is None:
+        try:
+            info = path.stat()
+        except OSError:
+            return  # gone between listing and stat
+        if not stat.S_ISREG(info.st_mode):
+            reason = "not a regular file"  # reading a FIFO or a device would block or never end
+        elif info.st_size > max_bytes:
+            reason = f"larger than the {max_bytes} byte limit ({info.st_size} bytes)"
+        else:
+            files.append(KbFile(rel, path, info.st_size, info.st_mtime_ns))
+            return
+    if reason != "hidden":
+        skipped[rel] = reason
 
 
 def doc_hash(data: bytes, chunking: ChunkingConfig) -> str:

@@ -8,6 +8,8 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from rag_api.kb import DEFAULT_MAX_BYTES
+
 
 def _default_ollama_url() -> str:
     # Ollama's own variable, honoured when RAG_OLLAMA_URL is not set.
@@ -33,6 +35,10 @@ class Settings(BaseSettings):
     admin_api_key: str | None = None
     max_body_bytes: int = 1024 * 1024
     log_level: str = "info"
+    # the folder indexer (rag-hub watch, serve --watch) and rag-hub index
+    max_file_bytes: int = Field(default=DEFAULT_MAX_BYTES, gt=0)  # larger kb files are skipped
+    watch_debounce_s: float = Field(default=1.0, ge=0)  # a file is indexed once quiet this long
+    watch_rescan_s: float = Field(default=300.0, ge=0)  # full reconcile period; 0 = only at start
 
     @field_validator("qdrant_url", "qdrant_api_key", "api_key", "admin_api_key", mode="before")
     @classmethod

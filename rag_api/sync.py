@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from rag_api import kb
@@ -21,6 +21,7 @@ from rag_api.store import Selector
 
 log = logging.getLogger("rag_api.sync")
 FILE_FIELDS = ["file", "doc_hash"]
+PER_FILE_LOOKUPS = 64  # more paths than this: one scroll over every file chunk is cheaper
 
 
 @dataclass
@@ -34,6 +35,8 @@ class SyncReport:
     errors: dict[str, str] = field(default_factory=dict)
     warnings: dict[str, list[str]] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    current: set[str] = field(default_factory=set)  # files whose chunks match the folder now
+    gone: set[str] = field(default_factory=set)  # files whose chunks were removed
     seconds: float = 0.0
 
     def as_dict(self) -> dict:
@@ -54,30 +57,36 @@ class SyncReport:
         }
 
 
-def stored_files(collection: Collection) -> dict[str, set[str]]:
-    """Each indexed kb file and the content hashes its chunks carry (more than one = half-updated)."""
+def stored_files(collection: Collection, files: Iterable[str] | None = None) -> dict[str, set[str]]:
+    """Each indexed kb file (all, or those among `files`) and the content hashes its chunks carry
+    (more than one = half-updated)."""
     info = collection.info()
     if info is None:
         return {}
+    wanted = None if files is None else set(files)
+    if wanted is not None and len(wanted) <= PER_FILE_LOOKUPS:
+        selectors = [Selector(origin="file", file=rel) for rel in sorted(wanted)]
+    else:
+        selectors = [Selector(origin="file")]
     found: dict[str, set[str]] = {}
-    records = collection.store.iter_records(
-        info.physical, Selector(origin="file"), fields=FILE_FIELDS
-    )
-    for record in records:
-        name = record.payload.get("file")
-        if isinstance(name, str):
-            found.setdefault(name, set()).add(str(record.payload.get("doc_hash")))
+    for selector in selectors:
+        for record in collection.store.iter_records(info.physical, selector, fields=FILE_FIELDS):
+            name = record.payload.get("file")
+            if isinstance(name, str) and (wanted is None or name in wanted):
+                found.setdefault(name, set()).add(str(record.payload.get("doc_hash")))
     return found
 
 
 def file_write(
-    collection: Collection, item: kb.KbFile, data_hash: str
+    collection: Collection, item: kb.KbFile, data_hash: str, renamed_from: str | None = None
 ) -> tuple[DocumentWrite, list[str]]:
-    """The write that makes a kb file's chunks current, and the reader's warnings."""
+    """The write that makes a kb file's chunks current (reusing the vectors of the file it was
+    renamed from, if any), and the reader's warnings."""
     result = read_chunks(item.path, item.rel, collection.cfg.chunking)
     payload = {"origin": "file", "file": item.rel, "doc_hash": data_hash}
     scope = Selector(origin="file", file=item.rel)
-    return DocumentWrite(collection, scope, result.chunks, payload), result.warnings
+    reuse = Selector(origin="file", file=renamed_from) if renamed_from else None
+    return DocumentWrite(collection, scope, result.chunks, payload, reuse), result.warnings
 
 
 def sync_collection(
@@ -85,43 +94,61 @@ def sync_collection(
     force: bool = False,
     progress: Callable[[int], None] | None = None,
     max_bytes: int = kb.DEFAULT_MAX_BYTES,
+    *,
+    only: Iterable[str] | None = None,
+    renamed: Mapping[str, str] | None = None,
+    skip: Callable[[kb.KbFile], bool] | None = None,
 ) -> SyncReport:
-    """Reconcile the collection with its kb folder; `force` re-embeds every file.
+    """Reconcile the collection with its kb folder, or with just the kb-relative paths `only`;
+    `force` re-embeds every file.
 
     Chunks that came through the API are never touched. An unreadable file is reported and its
-    previous chunks, if any, are left as they were.
+    previous chunks, if any, are left as they were; so are files for which `skip` says so.
+    A new file reuses the vectors of the file it was `renamed` from (new path -> old path), and
+    of a vanished file with the very same content without being told.
     """
     started = time.monotonic()
     report = SyncReport(collection.name)
     if collection.kb_path is None:
         return report
     collection.writable()  # a model or dimension mismatch stops here, even if no file changed
-    files, report.skipped = kb.scan(collection.kb_path, max_bytes)
-    report.files = len(files)
-    stored = stored_files(collection)
-    if force:
-        writes = [(item, None) for item in files]
+    if only is None:
+        files, report.skipped = kb.scan(collection.kb_path, max_bytes)
+        stored = stored_files(collection)
     else:
-        writes = []
-        for item in files:
-            current = _hash_file(item, collection, report)
-            if current is None:
-                continue
-            if stored.get(item.rel) == {current}:
-                report.unchanged += 1
-                if progress:
-                    progress(1)
-            else:
-                writes.append((item, current))
-    index_files(collection, writes, report, progress)
+        paths = set(only)
+        files, report.skipped = kb.stat_files(collection.kb_path, paths, max_bytes)
+        stored = stored_files(collection, paths)
+    report.files = len(files)
+    writes: list[tuple[kb.KbFile, str | None]] = []
+    for item in files:
+        if skip is not None and skip(item):
+            continue
+        current = None if force else _hash_file(item, collection, report)
+        if current is not None and stored.get(item.rel) == {current}:
+            report.unchanged += 1
+            report.current.add(item.rel)
+            if progress:
+                progress(1)
+        elif force or current is not None:
+            writes.append((item, current))
     present = {item.rel for item in files}
-    for rel in sorted(set(stored) - present):
+    gone = sorted(set(stored) - present)
+    renamed = {**_same_content(writes, stored, gone), **(renamed or {})}
+    index_files(collection, writes, report, progress, renamed)
+    remove_files(collection, gone, report)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def remove_files(collection: Collection, rels: Iterable[str], report: SyncReport) -> None:
+    """Delete the chunks of kb files that are gone."""
+    for rel in rels:
         deleted = delete_points(collection, Selector(origin="file", file=rel))
         report.removed += 1
         report.stats.deleted += deleted
+        report.gone.add(rel)
         log.info("%s: removed %s (%d chunks): file is gone", collection.name, rel, deleted)
-    report.seconds = time.monotonic() - started
-    return report
 
 
 def index_files(
@@ -129,8 +156,10 @@ def index_files(
     items: Iterable[tuple[kb.KbFile, str | None]],
     report: SyncReport,
     progress: Callable[[int], None] | None = None,
+    renamed: Mapping[str, str] | None = None,
 ) -> None:
-    """Index kb files (with their content hash, computed when None), embedding in shared batches."""
+    """Index kb files (with their content hash, computed when None), embedding in shared batches;
+    a file `renamed` from another (new path -> old path) reuses that file's vectors."""
     batch: list[DocumentWrite] = []
     size = 0
     for item, current in items:
@@ -138,7 +167,7 @@ def index_files(
         if current is None:
             continue
         try:
-            write, warnings = file_write(collection, item, current)
+            write, warnings = file_write(collection, item, current, (renamed or {}).get(item.rel))
         except UnreadableFile as exc:
             report.errors[item.rel] = str(exc)
             log.warning("%s: skipped %s: %s", collection.name, item.rel, exc)
@@ -165,10 +194,13 @@ def _flush(
 ) -> None:
     def done(write: DocumentWrite, stats: WriteStats) -> None:
         report.indexed += 1
+        report.current.add(write.payload["file"])
+        was = write.reuse_from.file if write.reuse_from is not None else None
         log.info(
-            "%s: indexed %s: %d chunks (embedded %d, reused %d, deleted %d)",
+            "%s: indexed %s%s: %d chunks (embedded %d, reused %d, deleted %d)",
             collection.name,
             write.payload["file"],
+            f" (renamed from {was})" if was else "",
             stats.written,
             stats.embedded,
             stats.reused,
@@ -188,3 +220,15 @@ def _hash_file(item: kb.KbFile, collection: Collection, report: SyncReport) -> s
         report.errors[item.rel] = exc.strerror or str(exc)
         log.warning("%s: skipped %s: %s", collection.name, item.rel, report.errors[item.rel])
         return None
+
+
+def _same_content(
+    writes: list[tuple[kb.KbFile, str | None]], stored: dict[str, set[str]], gone: list[str]
+) -> dict[str, str]:
+    """New files whose content equals a vanished file's: renamed while nobody watched."""
+    vanished = {next(iter(stored[rel])): rel for rel in gone if len(stored[rel]) == 1}
+    return {
+        item.rel: vanished[current]
+        for item, current in writes
+        if item.rel not in stored and current in vanished
+    }

@@ -145,10 +145,10 @@ def free_port() -> int:
 class LiveServer:
     """The real app under uvicorn on a loopback port, in a thread."""
 
-    def __init__(self, settings: Settings, hub: Hub | None = None) -> None:
+    def __init__(self, settings: Settings, hub: Hub | None = None, **app_options: Any) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.app = create_app(settings, hub=hub)
+        self.app = create_app(settings, hub=hub, **app_options)
         config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -183,11 +183,12 @@ class LiveServer:
 
 @pytest.fixture
 def serve() -> Iterator[Callable[..., LiveServer]]:
-    """Start live servers (stopped at the end of the test): serve(settings) -> LiveServer."""
+    """Start live servers (stopped at the end of the test): serve(settings) -> LiveServer;
+    keyword options go to create_app (e.g. watch=True)."""
     servers: list[LiveServer] = []
 
-    def start(settings: Settings, hub: Hub | None = None) -> LiveServer:
-        server = LiveServer(settings, hub).start()
+    def start(settings: Settings, hub: Hub | None = None, **app_options: Any) -> LiveServer:
+        server = LiveServer(settings, hub, **app_options).start()
         servers.append(server)
         return server
 
@@ -200,16 +201,20 @@ def run_cli(
     *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess:
     """`rag-hub ARGS` as a subprocess of this checkout's code."""
-    full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "rag_api", *args],
         stdin=subprocess.DEVNULL,  # never a terminal: a command that would prompt must refuse
         capture_output=True,
         text=True,
-        env=full_env,
+        env=cli_env(env),
         cwd=cwd or REPO,
         timeout=timeout,
     )
+
+
+def cli_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a `python -m rag_api` subprocess running this checkout's code."""
+    return {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
 
 
 def assert_error_shape(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
