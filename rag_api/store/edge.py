@@ -337,6 +337,8 @@ def _filter(selector: Selector) -> qe.Filter | None:
         )
     if selector.ids is not None:
         must.append(qe.HasIdCondition(set(selector.ids)))
+    if selector.seq is not None:
+        must.append(qe.FieldCondition(key="seq", match=qe.MatchValue(selector.seq)))
     return qe.Filter(must=must)
 
 

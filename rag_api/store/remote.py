@@ -310,6 +310,8 @@ def _filter(selector: Selector) -> m.Filter | None:
         )
     if selector.ids is not None:
         must.append(m.HasIdCondition(has_id=list(selector.ids)))
+    if selector.seq is not None:
+        must.append(m.FieldCondition(key="seq", match=m.MatchValue(value=selector.seq)))
     return m.Filter(must=must)
 
 

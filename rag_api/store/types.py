@@ -65,6 +65,7 @@ class Selector:
     persist: bool | None = None
     chunk_index_from: int | None = None
     ids: tuple[str, ...] | None = None
+    seq: int | None = None  # the collection-wide chunk number (the admin API's `index`)
 
     @property
     def selects_nothing(self) -> bool:
