@@ -57,6 +57,7 @@ class DocumentWrite:
     payload: dict[str, Any] = field(default_factory=dict)
     reuse_from: Selector | None = None  # more points whose vectors may be reused (a renamed file)
     seqs: list[int] | None = None  # chunk numbers chosen by the caller (else kept or allocated)
+    reembed: bool = False  # embed every chunk anew, ignoring stored vectors (a forced rebuild)
     hashes: list[str] = field(init=False, default_factory=list)
     vectors: dict[str, np.ndarray | list[float]] = field(init=False, default_factory=dict)
     reused: int = field(init=False, default=0)
@@ -66,7 +67,7 @@ class DocumentWrite:
         prefix = self.collection.cfg.embedder.document_prefix
         self.hashes = [content_hash(c.text, prefix) for c in self.chunks]
         scopes = [self.scope] + ([self.reuse_from] if self.reuse_from is not None else [])
-        for scope in scopes if self.chunks else []:
+        for scope in scopes if self.chunks and not self.reembed else []:
             for record in self._existing(physical, scope, REUSE_FIELDS, with_dense=True):
                 payload = record.payload
                 if (

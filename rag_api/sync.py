@@ -71,13 +71,14 @@ def stored_files(collection: Collection) -> dict[str, set[str]]:
 
 
 def file_write(
-    collection: Collection, item: kb.KbFile, data_hash: str
+    collection: Collection, item: kb.KbFile, data_hash: str, reembed: bool = False
 ) -> tuple[DocumentWrite, list[str]]:
     """The write that makes a kb file's chunks current, and the reader's warnings."""
     result = read_chunks(item.path, item.rel, collection.cfg.chunking)
     payload = {"origin": "file", "file": item.rel, "doc_hash": data_hash}
     scope = Selector(origin="file", file=item.rel)
-    return DocumentWrite(collection, scope, result.chunks, payload), result.warnings
+    write = DocumentWrite(collection, scope, result.chunks, payload, reembed=reembed)
+    return write, result.warnings
 
 
 def sync_collection(
@@ -113,7 +114,7 @@ def sync_collection(
                     progress(1)
             else:
                 writes.append((item, current))
-    index_files(collection, writes, report, progress)
+    index_files(collection, writes, report, progress, reembed=force)
     present = {item.rel for item in files}
     for rel in sorted(set(stored) - present):
         deleted = delete_points(collection, Selector(origin="file", file=rel))
@@ -129,8 +130,10 @@ def index_files(
     items: Iterable[tuple[kb.KbFile, str | None]],
     report: SyncReport,
     progress: Callable[[int], None] | None = None,
+    reembed: bool = False,
 ) -> None:
-    """Index kb files (with their content hash, computed when None), embedding in shared batches."""
+    """Index kb files (with their content hash, computed when None), embedding in shared batches;
+    `reembed` ignores the stored vectors of unchanged chunks."""
     batch: list[DocumentWrite] = []
     size = 0
     for item, current in items:
@@ -138,7 +141,7 @@ def index_files(
         if current is None:
             continue
         try:
-            write, warnings = file_write(collection, item, current)
+            write, warnings = file_write(collection, item, current, reembed)
         except UnreadableFile as exc:
             report.errors[item.rel] = str(exc)
             log.warning("%s: skipped %s: %s", collection.name, item.rel, exc)
