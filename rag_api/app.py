@@ -11,8 +11,9 @@ from fastapi import FastAPI
 
 from rag_api.api_errors import install_error_handlers
 from rag_api.hub import Hub
+from rag_api.kbadmin.writes import drop_temporary
 from rag_api.limits import BodyLimit
-from rag_api.routes import collections, health, query
+from rag_api.routes import admin, collections, health, query
 from rag_api.settings import Settings
 
 log = logging.getLogger("rag_api.app")
@@ -27,6 +28,7 @@ def create_app(settings: Settings | None = None, hub: Hub | None = None) -> Fast
         opened = hub or await anyio.to_thread.run_sync(Hub.open, settings)
         try:
             await anyio.to_thread.run_sync(opened.load_models)
+            await anyio.to_thread.run_sync(drop_temporary, opened)  # persist: false ends here
             app.state.hub = opened
             log.info(
                 "serving %d collections from %s", len(opened.collections), opened.store.location
@@ -47,6 +49,6 @@ def create_app(settings: Settings | None = None, hub: Hub | None = None) -> Fast
     app.state.hub = None
     install_error_handlers(app)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
-    for router in (health.router, collections.router, query.router):
+    for router in (health.router, collections.router, query.router, admin.router):
         app.include_router(router)
     return app
