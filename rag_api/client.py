@@ -47,15 +47,27 @@ class _Call:
 class _Api:
     """What both clients share: request building, error decoding, the injection itself."""
 
+    transport: type[httpx.Client] | type[httpx.AsyncClient]
+
     def __init__(
         self,
-        collection: str | None = None,
+        base_url: str,
         api_key: str | None = None,
+        collection: str | None = None,
+        timeout: float = 30.0,
         inject_timeout: float = 2.0,
+        http: Any = None,
     ) -> None:
+        """`collection` is sent with every call (else the hub's default); `inject_timeout` bounds
+        the context request of `inject`; `http` is an httpx client to use instead of a new one."""
         self.collection = collection
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.inject_timeout = inject_timeout
+        self.http = http or self.transport(base_url=base_url, timeout=timeout)
+
+    def _send_args(self, call: _Call, timeout: float | None) -> dict[str, Any]:
+        extra = {"timeout": timeout} if timeout is not None else {}
+        return {"json": call.json, "params": call.params, "headers": self.headers, **extra}
 
     def _body(self, **fields: Any) -> dict[str, Any]:
         body = {key: value for key, value in fields.items() if value is not None}
@@ -63,18 +75,7 @@ class _Api:
             body.setdefault("collection", self.collection)
         return body
 
-    def _search(self, query: str, top_k: int | None, threshold: float | None) -> _Call:
-        return _Call(
-            "POST", "/v1/rag/search", self._body(query=query, top_k=top_k, threshold=threshold)
-        )
-
-    def _context(
-        self, query: str, top_k: int | None, threshold: float | None, language: str | None
-    ) -> _Call:
-        body = self._body(query=query, top_k=top_k, threshold=threshold, language=language)
-        return _Call("POST", "/v1/rag/context", body)
-
-    def _write(self, path: str, **fields: Any) -> _Call:
+    def _post(self, path: str, **fields: Any) -> _Call:
         return _Call("POST", f"/v1/rag/{path}", self._body(**fields))
 
     def _status(self) -> _Call:
@@ -94,6 +95,11 @@ class _Api:
         else:
             code, message = f"HTTP_{response.status_code}", response.text[:200]
         raise RagClientError(response.status_code, code, message)
+
+    @staticmethod
+    def _turn_query(messages: Sequence[Message], query: str | None) -> str | None:
+        query = query if query is not None else last_user_text(messages)
+        return query if query and query.strip() else None
 
     @staticmethod
     def _injected(
@@ -116,30 +122,12 @@ class _Api:
 class RagClient(_Api):
     """Blocking client; `inject` is safe to call inside a voice turn."""
 
-    def __init__(
-        self,
-        base_url: str,
-        api_key: str | None = None,
-        collection: str | None = None,
-        timeout: float = 30.0,
-        inject_timeout: float = 2.0,
-        http: httpx.Client | None = None,
-    ) -> None:
-        super().__init__(collection, api_key, inject_timeout)
-        self.http = http or httpx.Client(base_url=base_url, timeout=timeout)
+    transport = httpx.Client
 
     def request(self, call: _Call, timeout: float | None = None) -> dict[str, Any]:
         """Send one call; the hub's error (or a network failure) raises RagClientError."""
-        extra = {"timeout": timeout} if timeout is not None else {}
         try:
-            response = self.http.request(
-                call.method,
-                call.path,
-                json=call.json,
-                params=call.params,
-                headers=self.headers,
-                **extra,
-            )
+            response = self.http.request(call.method, call.path, **self._send_args(call, timeout))
         except httpx.HTTPError as exc:
             raise RagClientError(None, "UNREACHABLE", f"{type(exc).__name__}: {exc}") from exc
         return self._decode(response)
@@ -149,7 +137,7 @@ class RagClient(_Api):
 
     def search(self, query: str, top_k: int | None = None, threshold: float | None = None) -> dict:
         """POST /v1/rag/search: the chunks the injection would use, with cosine scores."""
-        return self.request(self._search(query, top_k, threshold))
+        return self.request(self._post("search", query=query, top_k=top_k, threshold=threshold))
 
     def context(
         self,
@@ -160,21 +148,24 @@ class RagClient(_Api):
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """POST /v1/rag/context: {"block", "results", "injected"}."""
-        return self.request(self._context(query, top_k, threshold, language), timeout)
+        call = self._post(
+            "context", query=query, top_k=top_k, threshold=threshold, language=language
+        )
+        return self.request(call, timeout)
 
     def add_document(self, text: str, source: str | None = None, **fields: Any) -> dict:
         """POST /v1/rag/add/document (metadata, persist, dynamic as keywords)."""
-        return self.request(self._write("add/document", text=text, source=source, **fields))
+        return self.request(self._post("add/document", text=text, source=source, **fields))
 
     def add_chunks(self, items: list[dict[str, Any]], **fields: Any) -> dict:
-        return self.request(self._write("add/chunks", items=items, **fields))
+        return self.request(self._post("add/chunks", items=items, **fields))
 
     def upsert_document(self, source: str, text: str, **fields: Any) -> dict:
         """POST /v1/rag/upsert/document: atomic replace ("" deletes)."""
-        return self.request(self._write("upsert/document", source=source, text=text, **fields))
+        return self.request(self._post("upsert/document", source=source, text=text, **fields))
 
     def remove(self, source_prefix: str, exact: bool = False) -> dict:
-        return self.request(self._write("remove", source_prefix=source_prefix, exact=exact))
+        return self.request(self._post("remove", source_prefix=source_prefix, exact=exact))
 
     def inject(
         self,
@@ -188,8 +179,8 @@ class RagClient(_Api):
     ) -> list[Message]:
         """The messages with the retrieved context added; unchanged on any failure (logged)."""
         try:
-            query = query if query is not None else last_user_text(messages)
-            if not query or not query.strip():
+            query = self._turn_query(messages, query)
+            if query is None:
                 return list(messages)
             result = self.context(query, top_k, threshold, language, self.inject_timeout)
             return self._injected(messages, result, inject_as, turn_id, query)
@@ -210,28 +201,12 @@ class RagClient(_Api):
 class AsyncRagClient(_Api):
     """The asyncio twin of RagClient."""
 
-    def __init__(
-        self,
-        base_url: str,
-        api_key: str | None = None,
-        collection: str | None = None,
-        timeout: float = 30.0,
-        inject_timeout: float = 2.0,
-        http: httpx.AsyncClient | None = None,
-    ) -> None:
-        super().__init__(collection, api_key, inject_timeout)
-        self.http = http or httpx.AsyncClient(base_url=base_url, timeout=timeout)
+    transport = httpx.AsyncClient
 
     async def request(self, call: _Call, timeout: float | None = None) -> dict[str, Any]:
-        extra = {"timeout": timeout} if timeout is not None else {}
         try:
             response = await self.http.request(
-                call.method,
-                call.path,
-                json=call.json,
-                params=call.params,
-                headers=self.headers,
-                **extra,
+                call.method, call.path, **self._send_args(call, timeout)
             )
         except httpx.HTTPError as exc:
             raise RagClientError(None, "UNREACHABLE", f"{type(exc).__name__}: {exc}") from exc
@@ -243,7 +218,9 @@ class AsyncRagClient(_Api):
     async def search(
         self, query: str, top_k: int | None = None, threshold: float | None = None
     ) -> dict[str, Any]:
-        return await self.request(self._search(query, top_k, threshold))
+        return await self.request(
+            self._post("search", query=query, top_k=top_k, threshold=threshold)
+        )
 
     async def context(
         self,
@@ -253,21 +230,22 @@ class AsyncRagClient(_Api):
         language: str | None = None,
         timeout: float | None = None,
     ) -> dict[str, Any]:
-        return await self.request(self._context(query, top_k, threshold, language), timeout)
+        call = self._post(
+            "context", query=query, top_k=top_k, threshold=threshold, language=language
+        )
+        return await self.request(call, timeout)
 
     async def add_document(self, text: str, source: str | None = None, **fields: Any) -> dict:
-        return await self.request(self._write("add/document", text=text, source=source, **fields))
+        return await self.request(self._post("add/document", text=text, source=source, **fields))
 
     async def add_chunks(self, items: list[dict[str, Any]], **fields: Any) -> dict:
-        return await self.request(self._write("add/chunks", items=items, **fields))
+        return await self.request(self._post("add/chunks", items=items, **fields))
 
     async def upsert_document(self, source: str, text: str, **fields: Any) -> dict:
-        return await self.request(
-            self._write("upsert/document", source=source, text=text, **fields)
-        )
+        return await self.request(self._post("upsert/document", source=source, text=text, **fields))
 
     async def remove(self, source_prefix: str, exact: bool = False) -> dict:
-        return await self.request(self._write("remove", source_prefix=source_prefix, exact=exact))
+        return await self.request(self._post("remove", source_prefix=source_prefix, exact=exact))
 
     async def inject(
         self,
@@ -281,8 +259,8 @@ class AsyncRagClient(_Api):
     ) -> list[Message]:
         """The messages with the retrieved context added; unchanged on any failure (logged)."""
         try:
-            query = query if query is not None else last_user_text(messages)
-            if not query or not query.strip():
+            query = self._turn_query(messages, query)
+            if query is None:
                 return list(messages)
             result = await self.context(query, top_k, threshold, language, self.inject_timeout)
             return self._injected(messages, result, inject_as, turn_id, query)

@@ -36,11 +36,20 @@ class ChunkSequence:
         if count <= 0:
             return []
         with self._lock:
-            if self._next is None or self._next[0] != physical:
-                self._next = (physical, self._largest(physical) + 1)
-            start = self._next[1]
+            start = self._start(physical)
             self._next = (physical, start + count)
         return list(range(start, start + count))
+
+    def retire(self, physical: str, numbers: list[int]) -> None:
+        """Never hand out these numbers again in this process (points about to be deleted)."""
+        if numbers:
+            with self._lock:
+                self._next = (physical, max(self._start(physical), max(numbers) + 1))
+
+    def _start(self, physical: str) -> int:
+        if self._next is None or self._next[0] != physical:
+            self._next = (physical, self._largest(physical) + 1)
+        return self._next[1]
 
     def _largest(self, physical: str) -> int:
         records = self.collection.store.iter_records(physical, Selector(), fields=[SEQ_FIELD])

@@ -153,10 +153,16 @@ def test_the_guides_curl_examples_in_order(pipeline: Pipeline) -> None:
     session = {"text": "El cliente 456 está ahora en llamada.", "source": "sesion/456"}
     pipeline.post("/add/chunks", {"items": [session], "persist": False})
     assert pipeline.total() == kb_chunks + 4
+    session_index = pipeline.get("/chunks", source_exact="sesion/456")["items"][0]["index"]
 
     pipeline.restart()  # persist: false lives until the next restart
     assert pipeline.total() == kb_chunks + 3
     assert "sesion/456" not in pipeline.sources()
+    # ...and its index is never handed out again, although it was the largest
+    pipeline.post("/add/document", {"text": "Nota posterior.", "source": "sesion/siguiente"})
+    later = pipeline.get("/chunks", source_exact="sesion/siguiente")["items"][0]["index"]
+    assert later > session_index
+    pipeline.post("/remove", {"source_prefix": "sesion/siguiente", "exact": True})
 
     # 🔎 try the retrieval over HTTP
     query = "¿Qué pedido tiene Javier García y cuándo llega?"

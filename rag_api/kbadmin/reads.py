@@ -122,7 +122,7 @@ def run_search(collection: Collection, request: Search) -> SearchOutcome:
     return search(
         collection,
         SearchRequest(
-            query=request.query.strip(),
+            query=request.query,
             top_k=request.top_k,
             threshold=request.threshold,
             source_prefix=filters.source_prefix if filters else None,

@@ -5,11 +5,18 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
 
 from rag_api.config import Language
 from rag_api.errors import PayloadTooLarge
-from rag_api.query import Filters, MetadataValue
+from rag_api.query import Filters, MetadataValue, SearchFields
 
 SOURCE_MAX_CHARS = 512
 DOCUMENT_MAX_CHARS = 200_000  # one /add/document or /upsert/document text
@@ -28,7 +35,7 @@ def _check_source(value: str) -> str:
 
 Source = Annotated[str, Field(max_length=SOURCE_MAX_CHARS), AfterValidator(_check_source)]
 Metadata = dict[str, Any]
-Query = Annotated[str, Field(min_length=1, max_length=8000)]
+QueryText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=8000)]
 
 
 def check_size(what: str, text: str, limit: int) -> None:
@@ -101,17 +108,8 @@ class Reload(Routed):
     force_rebuild: bool = False
 
 
-class Search(Routed):
-    query: Query
-    top_k: Annotated[int, Field(ge=1, le=100)] | None = None
-    threshold: Annotated[float, Field(ge=-1.0, le=1.0)] | None = None
+class Search(SearchFields, Routed):
     filters: Filters | None = None
-
-    @model_validator(mode="after")
-    def _not_blank(self) -> Search:
-        if not self.query.strip():
-            raise ValueError("query: must not be empty")
-        return self
 
 
 class Context(Search):
@@ -124,7 +122,7 @@ class ChunkFilters(BaseModel):
     collection: str | None = None
     source_exact: Source | None = None
     source_prefix: Source | None = None
-    query: Query | None = None
+    query: QueryText | None = None
     min_score: Annotated[float, Field(ge=-1.0, le=1.0)] | None = None
     limit: Annotated[int, Field(ge=1, le=1000)] = 50
     offset: Annotated[int, Field(ge=0)] = 0

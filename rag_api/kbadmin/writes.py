@@ -149,6 +149,8 @@ def update_chunk(collection: Collection, body: UpdateChunk) -> dict[str, Any]:
     )
     write_documents(collection, [write])
     updated = collection.store.retrieve(info.physical, [new_id])
+    if not updated:  # removed by a concurrent call in the meantime
+        raise ChunkNotFound(f"the chunk was removed while it was being updated ({new_id})")
     return {"updated": 1, "chunk": chunk_view(updated[0].payload, None, include_text=True)}
 
 
@@ -178,10 +180,20 @@ def reload(collection: Collection, body: Reload) -> dict[str, Any]:
 
 
 def drop_temporary(hub: Hub) -> int:
-    """At start-up: delete every collection's `persist: false` chunks (they lived one run)."""
+    """At start-up: delete every collection's `persist: false` chunks (they lived one run).
+
+    Their numbers are retired first, so a listing taken before the restart cannot name a new
+    chunk with an old `index` (the counter restarts after the largest stored number).
+    """
     dropped = 0
     for collection in hub.collections.values():
         try:
+            info = collection.info()
+            if info is None:
+                continue
+            records = collection.store.iter_records(info.physical, TEMPORARY, fields=[SEQ_FIELD])
+            numbers = [r.payload.get(SEQ_FIELD) for r in records]
+            collection.sequence.retire(info.physical, [n for n in numbers if isinstance(n, int)])
             count = delete_points(collection, TEMPORARY)
         except RagError as exc:
             log.warning("%s: temporary chunks not dropped: %s", collection.name, exc.message)

@@ -1,13 +1,16 @@
 """/v1/rag/*: the voice pipeline's knowledge-base admin API (logic in rag_api.kbadmin).
 
-Reads accept RAG_API_KEY or RAG_ADMIN_API_KEY; writes need RAG_ADMIN_API_KEY (when set).
+Reads accept RAG_API_KEY or RAG_ADMIN_API_KEY; writes need RAG_ADMIN_API_KEY (when set). Every
+endpoint routes to `collection`, given in the JSON body or the query string.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
+from fastapi.params import Depends as Dependency
 
 from rag_api.auth import require_admin, require_reader
 from rag_api.collection import Collection
@@ -48,60 +51,30 @@ def chunks(params: Annotated[schemas.ChunkFilters, Query()], hub: Hub = Depends(
     return reads.list_chunks(routed(hub, params.collection, None), params)
 
 
-@router.post("/chunks/list", dependencies=READ)
-def chunks_list(
-    body: schemas.ListChunks, collection: CollectionParam = None, hub: Hub = Depends(get_hub)
-) -> Result:
-    return reads.list_chunks(routed(hub, body.collection, collection), body, body.metadata)
+def _post(
+    path: str,
+    body_type: type[schemas.Routed],
+    action: Callable[[Collection, Any], Result],
+    access: list[Dependency],
+) -> None:
+    """POST `path`: validate the body, route to its collection, run `action`."""
+
+    def endpoint(body, collection: CollectionParam = None, hub: Hub = Depends(get_hub)) -> Result:
+        return action(routed(hub, body.collection, collection), body)
+
+    endpoint.__annotations__["body"] = body_type
+    name = path.strip("/").replace("/", "_")
+    router.add_api_route(path, endpoint, methods=["POST"], dependencies=access, name=name)
 
 
-@router.post("/search", dependencies=READ)
-def search(
-    body: schemas.Search, collection: CollectionParam = None, hub: Hub = Depends(get_hub)
-) -> Result:
-    return reads.search_results(routed(hub, body.collection, collection), body)
-
-
-@router.post("/context", dependencies=READ)
-def context(
-    body: schemas.Context, collection: CollectionParam = None, hub: Hub = Depends(get_hub)
-) -> Result:
-    return reads.context(routed(hub, body.collection, collection), body)
-
-
-@router.post("/chunks/update", dependencies=WRITE)
-def chunks_update(
-    body: schemas.UpdateChunk, collection: CollectionParam = None, hub: Hub = Depends(get_hub)
-) -> Result:
-    return writes.update_chunk(routed(hub, body.collection, collection), body)
-
-
-@router.post("/upsert/document", dependencies=WRITE)
-def upsert_document(
-    body: schemas.UpsertDocument, collection: CollectionParam = None, hub: Hub = Depends(get_hub)
-) -> Result:
-    return writes.upsert_document(routed(hub, body.collection, collection), body)
-
-
-@router.post("/add/document", dependencies=WRITE)
-def add_document(
-    body: schemas.AddDocument, collection: CollectionParam = None, hub: Hub = Depends(get_hub)
-) -> Result:
-    return writes.add_document(routed(hub, body.collection, collection), body)
-
-
-@router.post("/add/chunks", dependencies=WRITE)
-def add_chunks(
-    body: schemas.AddChunks, collection: CollectionParam = None, hub: Hub = Depends(get_hub)
-) -> Result:
-    return writes.add_chunks(routed(hub, body.collection, collection), body)
-
-
-@router.post("/remove", dependencies=WRITE)
-def remove(
-    body: schemas.Remove, collection: CollectionParam = None, hub: Hub = Depends(get_hub)
-) -> Result:
-    return writes.remove(routed(hub, body.collection, collection), body)
+_post("/chunks/list", schemas.ListChunks, lambda c, b: reads.list_chunks(c, b, b.metadata), READ)
+_post("/search", schemas.Search, reads.search_results, READ)
+_post("/context", schemas.Context, reads.context, READ)
+_post("/chunks/update", schemas.UpdateChunk, writes.update_chunk, WRITE)
+_post("/upsert/document", schemas.UpsertDocument, writes.upsert_document, WRITE)
+_post("/add/document", schemas.AddDocument, writes.add_document, WRITE)
+_post("/add/chunks", schemas.AddChunks, writes.add_chunks, WRITE)
+_post("/remove", schemas.Remove, writes.remove, WRITE)
 
 
 @router.post("/reload", dependencies=WRITE)
@@ -110,5 +83,6 @@ def reload(
     collection: CollectionParam = None,
     hub: Hub = Depends(get_hub),
 ) -> Result:
+    """The body is optional here: a bare POST reconciles the default collection."""
     body = body or schemas.Reload()
     return writes.reload(routed(hub, body.collection, collection), body)
