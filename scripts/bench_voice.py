@@ -11,6 +11,7 @@ over HTTP with no writer.
     RAG_EVAL_DATA=/work/shared/eval-data HF_HUB_OFFLINE=1 python scripts/bench_voice.py
 
 The populated store is kept in --data-dir (default .bench/voice) and reused by the next run.
+Run it again with OMP_NUM_THREADS=1 to see the server with one torch thread per request.
 """
 
 from __future__ import annotations
@@ -192,9 +193,9 @@ def row(name: str, record: dict[str, list[float]]) -> str:
     for key in ("embed", "search", "http"):
         if key in record:
             s = latency_summary(record[key])
-            parts.append(f"{s['p50_ms']:>8.1f}{s['p95_ms']:>7.1f}")
+            parts.append(f"{s['p50_ms']:>10.1f}{s['p95_ms']:>6.1f}")
         else:
-            parts.append(f"{'-':>8}{'-':>7}")
+            parts.append(f"{'-':>10}{'-':>6}")
     return "".join(parts)
 
 
@@ -217,17 +218,21 @@ def main() -> None:
     try:
         over_http(server.url, queries, 1, 3, None)  # warm-up
         idle, _ = over_http(server.url, queries, 1, args.seconds / 2, None)
+        busy, _ = over_http(server.url, queries, args.callers, args.seconds / 2, None)
         loaded, upserts = over_http(server.url, queries, args.callers, args.seconds, corpus[-200:])
     finally:
         server.stop()
 
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\n{stored} chunks, embedded qdrant-edge, MiniLM 384d, hybrid, top_k 5; ms")
+    print(f"{os.cpu_count()} cores; load average at the end (1, 5, 15 min): {load}")
     print(
-        f"{'':<34}{'n':>6}{'p50':>8}{'p95':>8}{'embed p50':>10}{'p95':>5}"
-        f"{'store p50':>10}{'p95':>5}{'http p50':>10}{'p95':>5}"
+        f"{'':<34}{'n':>6}{'p50':>8}{'p95':>8}{'embed p50':>10}{'p95':>6}"
+        f"{'store p50':>10}{'p95':>6}{'http p50':>10}{'p95':>6}"
     )
     print(row("in-process search() (baseline)", baseline))
     print(row("HTTP /context, 1 caller, no writer", idle))
+    print(row(f"HTTP /context, {args.callers} callers, no writer", busy))
     print(row(f"HTTP /context, {args.callers} callers + upserts", loaded))
     up = latency_summary(upserts)
     print(

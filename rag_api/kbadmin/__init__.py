@@ -29,5 +29,9 @@ omitted). Design decisions where the guide's in-memory index and Qdrant differ:
 - Limits answer 413 PAYLOAD_TOO_LARGE: DOCUMENT_MAX_CHARS per document, CHUNK_MAX_CHARS per
   chunk, ITEMS_MAX per /add/chunks, and the app's body limit. Source names are at most 512
   characters without control characters; they are payload values, never file paths.
-- Errors use the hub's one shape, {"error": {"code", "message"}}, with the guide's codes.
+- Errors use the hub's one shape, {"error": {"code", "message"}}, with the guide's codes
+  (404 CHUNK_NOT_FOUND, 409 AMBIGUOUS_SOURCE, 503 RAG_NOT_ENABLED for `enabled: false`), plus
+  409 CHUNK_EXISTS when `new_source` would overwrite another chunk's (source, chunk_index).
+- The atomicity above is the write lock of one process: the embedded store has exactly one; on a
+  Qdrant server, send a collection's admin writes to one API process.
 """
