@@ -56,12 +56,10 @@ def add_document(collection: Collection, body: AddDocument) -> dict[str, Any]:
     texts = split_text(body.text, collection.cfg.chunking)
     if not texts:
         raise InvalidRequest("text: must not be empty (use /upsert/document to delete)")
-    physical = collection.writable().physical
-    seqs = collection.sequence.allocate(physical, len(texts))
+    seqs = _numbers(collection, len(texts))
     source = body.source or f"dynamic#{seqs[0]}"
     chunks = [
-        Chunk(text, source, DYNAMIC_BASE + seq, dict(body.metadata))
-        for text, seq in zip(texts, seqs, strict=True)
+        _chunk(text, source, seq, body.metadata) for text, seq in zip(texts, seqs, strict=True)
     ]
     _insert(collection, chunks, seqs, api_payload(body.persist, body.dynamic))
     return {"added": len(chunks), "sources": [source], "total_after": _total(collection)}
@@ -75,10 +73,9 @@ def add_chunks(collection: Collection, body: AddChunks) -> dict[str, Any]:
         check_size(f"items[{n}].text", item.text, CHUNK_MAX_CHARS)
         if not item.text.strip():
             raise InvalidRequest(f"items.{n}.text: must not be blank")
-    physical = collection.writable().physical
-    seqs = collection.sequence.allocate(physical, len(body.items))
+    seqs = _numbers(collection, len(body.items))
     chunks = [
-        Chunk(item.text, item.source or f"dynamic#{seq}", DYNAMIC_BASE + seq, dict(item.metadata))
+        _chunk(item.text, item.source, seq, item.metadata)
         for item, seq in zip(body.items, seqs, strict=True)
     ]
     _insert(collection, chunks, seqs, api_payload(body.persist, body.dynamic))
@@ -93,11 +90,9 @@ def upsert_document(collection: Collection, body: UpsertDocument) -> dict[str, A
     """
     check_size("text", body.text, DOCUMENT_MAX_CHARS)
     texts = split_text(body.text, collection.cfg.chunking)
-    physical = collection.writable().physical
-    seqs = collection.sequence.allocate(physical, len(texts))
+    seqs = _numbers(collection, len(texts))
     chunks = [
-        Chunk(text, body.source, DYNAMIC_BASE + seq, dict(body.metadata))
-        for text, seq in zip(texts, seqs, strict=True)
+        _chunk(text, body.source, seq, body.metadata) for text, seq in zip(texts, seqs, strict=True)
     ]
     scope = Selector(sources=(body.source,), origin="api")
     payload = api_payload(body.persist, body.dynamic)
@@ -202,6 +197,15 @@ def drop_temporary(hub: Hub) -> int:
             log.info("%s: dropped %d temporary API chunks", collection.name, count)
         dropped += count
     return dropped
+
+
+def _numbers(collection: Collection, count: int) -> list[int]:
+    return collection.sequence.allocate(collection.writable().physical, count)
+
+
+def _chunk(text: str, source: str | None, seq: int, metadata: dict[str, Any]) -> Chunk:
+    """A new API chunk: chunk_index DYNAMIC_BASE + its index; no source: dynamic#<index>."""
+    return Chunk(text, source or f"dynamic#{seq}", DYNAMIC_BASE + seq, dict(metadata))
 
 
 def _insert(collection: Collection, chunks: list[Chunk], seqs: list[int], payload: dict) -> None:
