@@ -11,8 +11,9 @@ from fastapi import FastAPI
 
 from rag_api.api_errors import install_error_handlers
 from rag_api.hub import Hub
+from rag_api.kbadmin.writes import drop_temporary
 from rag_api.limits import BodyLimit
-from rag_api.routes import collections, health, indexer, openai, ops, query
+from rag_api.routes import admin, collections, health, indexer, openai, ops, query
 from rag_api.settings import Settings
 
 log = logging.getLogger("rag_api.app")
@@ -30,6 +31,7 @@ def create_app(
         opened = hub or await anyio.to_thread.run_sync(Hub.open, settings)
         try:
             await anyio.to_thread.run_sync(opened.load_models)
+            await anyio.to_thread.run_sync(drop_temporary, opened)  # persist: false ends here
             app.state.hub = opened
             log.info(
                 "serving %d collections from %s", len(opened.collections), opened.store.location
@@ -65,6 +67,7 @@ def create_app(
         openai.router,
         ops.router,
         indexer.router,
+        admin.router,
     ):
         app.include_router(router)
     return app

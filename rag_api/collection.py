@@ -11,6 +11,7 @@ from rag_api.config import CollectionConfig, EmbedderConfig
 from rag_api.embedding import EmbeddingRouter
 from rag_api.errors import DimensionMismatch, EmbedderMismatch
 from rag_api.locks import ReadWriteLock
+from rag_api.sequence import ChunkSequence
 from rag_api.store import CollectionInfo, Layout, Selector, SparseEncoder, Store, sparse_encoder
 
 INFO_TTL_S = 1.0  # another process (a migration on a server) may move the alias
@@ -36,6 +37,7 @@ class Collection:
         # Writers share this gate for a whole write (prepare, embed, commit); a migration's final
         # catch-up and alias swap hold it alone, so no write lands between the two.
         self.writes = ReadWriteLock()
+        self.sequence = ChunkSequence(self)
         self._info: tuple[float, CollectionInfo | None] | None = None
         self._stored_embedder: tuple[str, str | None] | None = None
 

@@ -14,12 +14,14 @@ import numpy as np
 from rag_api.chunking import Chunk
 from rag_api.collection import Collection
 from rag_api.errors import EmbedderUnavailable
+from rag_api.sequence import SEQ_FIELD
 from rag_api.store import PointData, Record, Selector, point_id
 
 log = logging.getLogger("rag_api.ingest")
 EMBED_BATCH_CHUNKS = (
     512  # chunks embedded per call during a bulk index: large enough to sort by length
 )
+REUSE_FIELDS = ["embedder", "content_hash"]
 
 
 @dataclass
@@ -54,6 +56,8 @@ class DocumentWrite:
     chunks: list[Chunk]
     payload: dict[str, Any] = field(default_factory=dict)
     reuse_from: Selector | None = None  # more points whose vectors may be reused (a renamed file)
+    seqs: list[int] | None = None  # chunk numbers chosen by the caller (else kept or allocated)
+    reembed: bool = False  # embed every chunk anew, ignoring stored vectors (a forced rebuild)
     hashes: list[str] = field(init=False, default_factory=list)
     vectors: dict[str, np.ndarray | list[float]] = field(init=False, default_factory=dict)
     reused: int = field(init=False, default=0)
@@ -63,8 +67,8 @@ class DocumentWrite:
         prefix = self.collection.cfg.embedder.document_prefix
         self.hashes = [content_hash(c.text, prefix) for c in self.chunks]
         scopes = [self.scope] + ([self.reuse_from] if self.reuse_from is not None else [])
-        for scope in scopes if self.chunks else []:
-            for record in self._existing(physical, scope, with_dense=True):
+        for scope in scopes if self.chunks and not self.reembed else []:
+            for record in self._existing(physical, scope, REUSE_FIELDS, with_dense=True):
                 payload = record.payload
                 if (
                     record.dense is not None
@@ -87,25 +91,33 @@ class DocumentWrite:
         coll = self.collection
         now = datetime.now(UTC).isoformat(timespec="seconds")
         sparse = coll.sparse.documents([c.text for c in self.chunks])
-        points = []
-        for chunk, digest, sv in zip(self.chunks, self.hashes, sparse, strict=True):
-            payload = {
-                **self.payload,
-                "text": chunk.text,
-                "source": chunk.source,
-                "chunk_index": chunk.chunk_index,
-                "content_hash": digest,
-                "metadata": chunk.metadata,
-                "embedder": coll.embedder_id,
-                "indexed_at": now,
-            }
-            pid = point_id(coll.name, chunk.source, chunk.chunk_index)
-            points.append(PointData(pid, self.vectors[digest], payload, sv))
-        keep = {p.id for p in points}
+        ids = [point_id(coll.name, c.source, c.chunk_index) for c in self.chunks]
         with coll.lock.write():
+            # read the scope now, under the lock: a concurrent writer may have added points
+            existing = {
+                r.id: r.payload.get(SEQ_FIELD)
+                for r in self._existing(physical, self.scope, [SEQ_FIELD])
+            }
+            seqs = self.seqs or self._numbers(physical, ids, existing)
+            points = []
+            for chunk, pid, seq, digest, sv in zip(
+                self.chunks, ids, seqs, self.hashes, sparse, strict=True
+            ):
+                payload = {
+                    **self.payload,
+                    "text": chunk.text,
+                    "source": chunk.source,
+                    "chunk_index": chunk.chunk_index,
+                    SEQ_FIELD: seq,
+                    "content_hash": digest,
+                    "metadata": chunk.metadata,
+                    "embedder": coll.embedder_id,
+                    "indexed_at": now,
+                }
+                points.append(PointData(pid, self.vectors[digest], payload, sv))
             coll.store.upsert(physical, points)
-            # read the leftovers now, under the lock: a concurrent writer may have added some
-            stale = [r.id for r in self._existing(physical, self.scope) if r.id not in keep]
+            keep = set(ids)
+            stale = [pid for pid in existing if pid not in keep]
             if stale:
                 coll.store.delete(physical, Selector(ids=tuple(stale)))
         return WriteStats(
@@ -115,8 +127,15 @@ class DocumentWrite:
             written=len(points),
         )
 
-    def _existing(self, physical: str, scope: Selector, with_dense: bool = False) -> list[Record]:
-        fields = ["embedder", "content_hash"] if with_dense else ["source"]
+    def _numbers(self, physical: str, ids: list[str], existing: dict[str, Any]) -> list[int]:
+        """Each point's chunk number: the one it already has when overwritten in place, else new."""
+        kept = [existing.get(pid) if isinstance(existing.get(pid), int) else None for pid in ids]
+        fresh = iter(self.collection.sequence.allocate(physical, kept.count(None)))
+        return [seq if seq is not None else next(fresh) for seq in kept]
+
+    def _existing(
+        self, physical: str, scope: Selector, fields: list[str], with_dense: bool = False
+    ) -> list[Record]:
         store = self.collection.store
         return list(store.iter_records(physical, scope, with_dense=with_dense, fields=fields))
 

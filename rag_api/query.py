@@ -32,17 +32,14 @@ class Filters(BaseModel):
         return value
 
 
-class QueryBody(BaseModel):
+class SearchFields(BaseModel):
+    """What every retrieval request carries (here and in the /v1/rag admin API)."""
+
     model_config = ConfigDict(extra="forbid")
 
     query: Annotated[str, Field(max_length=8000)]
     top_k: Annotated[int, Field(ge=1, le=100)] | None = None
     threshold: Annotated[float, Field(ge=-1.0, le=1.0)] | None = None
-    relative_threshold: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
-    generate: bool = True
-    mode: Mode | None = None
-    sources: list[Annotated[str, Field(min_length=1, max_length=512)]] | None = None
-    filters: Filters | None = None
 
     @field_validator("query")
     @classmethod
@@ -50,6 +47,14 @@ class QueryBody(BaseModel):
         if not value.strip():
             raise ValueError("must not be empty")
         return value.strip()
+
+
+class QueryBody(SearchFields):
+    relative_threshold: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
+    generate: bool = True
+    mode: Mode | None = None
+    sources: list[Annotated[str, Field(min_length=1, max_length=512)]] | None = None
+    filters: Filters | None = None
 
     def search_request(self) -> SearchRequest:
         filters = self.filters or Filters()

@@ -78,7 +78,11 @@ def stored_files(collection: Collection, files: Iterable[str] | None = None) -> 
 
 
 def file_write(
-    collection: Collection, item: kb.KbFile, data_hash: str, renamed_from: str | None = None
+    collection: Collection,
+    item: kb.KbFile,
+    data_hash: str,
+    renamed_from: str | None = None,
+    reembed: bool = False,
 ) -> tuple[DocumentWrite, list[str]]:
     """The write that makes a kb file's chunks current (reusing the vectors of the file it was
     renamed from, if any), and the reader's warnings."""
@@ -86,7 +90,8 @@ def file_write(
     payload = {"origin": "file", "file": item.rel, "doc_hash": data_hash}
     scope = Selector(origin="file", file=item.rel)
     reuse = Selector(origin="file", file=renamed_from) if renamed_from else None
-    return DocumentWrite(collection, scope, result.chunks, payload, reuse), result.warnings
+    write = DocumentWrite(collection, scope, result.chunks, payload, reuse, reembed=reembed)
+    return write, result.warnings
 
 
 def sync_collection(
@@ -135,7 +140,7 @@ def sync_collection(
     present = {item.rel for item in files}
     gone = sorted(set(stored) - present)
     renamed = {**_same_content(writes, stored, gone), **(renamed or {})}
-    index_files(collection, writes, report, progress, renamed)
+    index_files(collection, writes, report, progress, renamed, reembed=force)
     remove_files(collection, gone, report)
     report.seconds = time.monotonic() - started
     return report
@@ -157,9 +162,11 @@ def index_files(
     report: SyncReport,
     progress: Callable[[int], None] | None = None,
     renamed: Mapping[str, str] | None = None,
+    reembed: bool = False,
 ) -> None:
     """Index kb files (with their content hash, computed when None), embedding in shared batches;
-    a file `renamed` from another (new path -> old path) reuses that file's vectors."""
+    a file `renamed` from another (new path -> old path) reuses that file's vectors, and
+    `reembed` ignores the stored vectors of unchanged chunks."""
     batch: list[DocumentWrite] = []
     size = 0
     for item, current in items:
@@ -167,7 +174,8 @@ def index_files(
         if current is None:
             continue
         try:
-            write, warnings = file_write(collection, item, current, (renamed or {}).get(item.rel))
+            renamed_from = (renamed or {}).get(item.rel)
+            write, warnings = file_write(collection, item, current, renamed_from, reembed)
         except UnreadableFile as exc:
             report.errors[item.rel] = str(exc)
             log.warning("%s: skipped %s: %s", collection.name, item.rel, exc)

@@ -129,6 +129,7 @@ def test_force_reembeds_everything(hub: Hub) -> None:
     first = sync_collection(docs)
     forced = sync_collection(docs, force=True)
     assert forced.indexed == 3 and forced.stats.written == first.stats.written
+    assert forced.stats.embedded == first.stats.embedded and forced.stats.reused == 0
 
 
 def test_dimension_mismatch_refuses_writes(

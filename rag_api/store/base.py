@@ -22,6 +22,7 @@ PAYLOAD_INDEXES = {
     "file": "keyword",
     "origin": "keyword",
     "chunk_index": "integer",
+    "seq": "integer",
 }
 
 

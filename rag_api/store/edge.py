@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import qdrant_edge as qe
 
 from rag_api.errors import StoreLocked, StoreUnavailable
@@ -330,13 +331,15 @@ def _filter(selector: Selector) -> qe.Filter | None:
     if selector.file is not None:
         must.append(qe.FieldCondition(key="file", match=qe.MatchValue(selector.file)))
     if selector.persist is not None:
-        must.append(qe.FieldCondition(key="persist", match=qe.MatchValue(selector.persist)))
+        must.append(qe.FieldCondition(key="persist", match=_match(selector.persist)))
     if selector.chunk_index_from is not None:
         must.append(
             qe.FieldCondition(key="chunk_index", range=qe.RangeFloat(gte=selector.chunk_index_from))
         )
     if selector.ids is not None:
         must.append(qe.HasIdCondition(set(selector.ids)))
+    if selector.seq is not None:
+        must.append(qe.FieldCondition(key="seq", match=qe.MatchValue(selector.seq)))
     must_not: list[Any] = []
     if selector.has_sparse is not None:
         (must if selector.has_sparse else must_not).append(qe.HasVectorCondition(SPARSE))
@@ -348,7 +351,13 @@ def _equals(key: str, value: Any) -> Any:
         return qe.FieldCondition(key=key, range=qe.RangeFloat(gte=value, lte=value))
     if isinstance(value, float):
         value = int(value)
-    return qe.FieldCondition(key=key, match=qe.MatchValue(value))
+    return qe.FieldCondition(key=key, match=_match(value))
+
+
+def _match(value: str | int | bool) -> qe.MatchValue:
+    # the binding reads a Python bool as an int (True -> 1), which never matches a JSON boolean;
+    # numpy's bool is not an int subclass and arrives as a boolean
+    return qe.MatchValue(np.bool_(value) if isinstance(value, bool) else value)
 
 
 def _search_params(points: int) -> qe.SearchParams:

@@ -310,6 +310,8 @@ def _filter(selector: Selector) -> m.Filter | None:
         )
     if selector.ids is not None:
         must.append(m.HasIdCondition(has_id=list(selector.ids)))
+    if selector.seq is not None:
+        must.append(m.FieldCondition(key="seq", match=m.MatchValue(value=selector.seq)))
     must_not: list[Any] = []
     if selector.has_sparse is not None:
         condition = m.HasVectorCondition(has_vector=SPARSE)

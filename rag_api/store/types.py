@@ -66,6 +66,7 @@ class Selector:
     chunk_index_from: int | None = None
     ids: tuple[str, ...] | None = None
     has_sparse: bool | None = None  # points with (True) or without (False) a BM25 vector
+    seq: int | None = None  # the collection-wide chunk number (the admin API's `index`)
 
     @property
     def selects_nothing(self) -> bool:

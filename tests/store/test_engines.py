@@ -91,6 +91,27 @@ def test_points_counts_sources_and_selectors(store: Store) -> None:
     assert store.count(physical, Selector(chunk_index_from=1)) == 1
 
 
+def test_boolean_and_seq_selectors(store: Store) -> None:
+    physical = store.ensure("docs", 4).physical
+    flags = [(True, True), (False, True), (False, False)]
+    store.upsert(
+        physical,
+        [
+            PointData(
+                point_id("docs", "api", n),
+                vector(n),
+                {"source": "api", "persist": persist, "seq": n, "metadata": {"vip": vip}},
+            )
+            for n, (persist, vip) in enumerate(flags)
+        ],
+    )
+    assert store.count(physical, Selector(persist=True)) == 1
+    assert store.count(physical, Selector(persist=False)) == 2
+    assert store.count(physical, Selector(metadata={"vip": False})) == 1
+    assert store.count(physical, Selector(persist=False, metadata={"vip": True})) == 1
+    assert [r.payload["seq"] for r in store.scroll(physical, Selector(seq=2))[0]] == [2]
+
+
 def test_scroll_pages_through_everything(store: Store) -> None:
     physical = fill(store)
     seen, offset = [], None

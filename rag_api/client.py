@@ -1,0 +1,318 @@
+"""A small client of the hub's /v1/rag API for the voice pipeline (sync `RagClient`, async
+`AsyncRagClient`), with `inject()`: retrieved context into a chat turn, never an exception.
+
+    rag = RagClient("http://127.0.0.1:8000", api_key=..., collection="soporte")
+    messages = rag.inject(messages, inject_as="system", turn_id=turn.id)
+
+`inject` asks POST /v1/rag/context for the block the hub formats (header in the collection's
+language, then `[n] (source=…, score=…)` and the text per chunk) and adds it as a system message
+(after the leading system messages) or at the end of the last user message. When the hub is
+down, slow or refuses, it logs "RAG search failed for turn=…" and returns the messages unchanged:
+a failed search never blocks the turn.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import httpx
+
+log = logging.getLogger("rag_api.client")
+InjectAs = Literal["system", "user"]
+Message = dict[str, Any]
+TEXT_PARTS = ("text", "input_text")  # chat-completions and Realtime content part types
+
+
+class RagClientError(Exception):
+    """The hub answered with an error (`status`, `code` from its error body) or not at all."""
+
+    def __init__(self, status: int | None, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}" if status is None else f"{status} {code}: {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class _Call:
+    method: str
+    path: str
+    json: dict[str, Any] | None = None
+    params: dict[str, Any] | None = None
+
+
+class _Api:
+    """What both clients share: request building, error decoding, the injection itself."""
+
+    transport: type[httpx.Client] | type[httpx.AsyncClient]
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        collection: str | None = None,
+        timeout: float = 30.0,
+        inject_timeout: float = 2.0,
+        http: Any = None,
+    ) -> None:
+        """`collection` is sent with every call (else the hub's default); `inject_timeout` bounds
+        the context request of `inject`; `http` is an httpx client to use instead of a new one."""
+        self.collection = collection
+        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.inject_timeout = inject_timeout
+        self.http = http or self.transport(base_url=base_url, timeout=timeout)
+
+    def _send_args(self, call: _Call, timeout: float | None) -> dict[str, Any]:
+        extra = {"timeout": timeout} if timeout is not None else {}
+        return {"json": call.json, "params": call.params, "headers": self.headers, **extra}
+
+    def _body(self, **fields: Any) -> dict[str, Any]:
+        body = {key: value for key, value in fields.items() if value is not None}
+        if self.collection is not None:
+            body.setdefault("collection", self.collection)
+        return body
+
+    def _post(self, path: str, **fields: Any) -> _Call:
+        return _Call("POST", f"/v1/rag/{path}", self._body(**fields))
+
+    def _status(self) -> _Call:
+        return _Call("GET", "/v1/rag/status", params=self._body())
+
+    @staticmethod
+    def _decode(response: httpx.Response) -> dict[str, Any]:
+        try:
+            data = response.json()
+        except ValueError:
+            data = None
+        if response.is_success and isinstance(data, dict):
+            return data
+        error = data.get("error") if isinstance(data, dict) else None
+        if isinstance(error, dict):
+            code, message = str(error.get("code")), str(error.get("message"))
+        else:
+            code, message = f"HTTP_{response.status_code}", response.text[:200]
+        raise RagClientError(response.status_code, code, message)
+
+    @staticmethod
+    def _turn_query(messages: Sequence[Message], query: str | None) -> str | None:
+        query = query if query is not None else last_user_text(messages)
+        return query if query and query.strip() else None
+
+    @staticmethod
+    def _injected(
+        messages: Sequence[Message],
+        result: dict[str, Any],
+        inject_as: InjectAs,
+        turn_id: str | None,
+        query: str,
+    ) -> list[Message]:
+        if not result.get("injected"):
+            log.info("RAG: no relevant chunk for turn=%s (query=%r)", turn_id, query)
+            return list(messages)
+        found = "; ".join(
+            f"{r['source']}#c{r['chunk_index']}({r['score']:.2f})" for r in result["results"]
+        )
+        log.info("RAG: injected %d chunks for turn=%s — %s", result["injected"], turn_id, found)
+        return inject_block(messages, result["block"], inject_as)
+
+
+class RagClient(_Api):
+    """Blocking client; `inject` is safe to call inside a voice turn."""
+
+    transport = httpx.Client
+
+    def request(self, call: _Call, timeout: float | None = None) -> dict[str, Any]:
+        """Send one call; the hub's error (or a network failure) raises RagClientError."""
+        try:
+            response = self.http.request(call.method, call.path, **self._send_args(call, timeout))
+        except httpx.HTTPError as exc:
+            raise RagClientError(None, "UNREACHABLE", f"{type(exc).__name__}: {exc}") from exc
+        return self._decode(response)
+
+    def status(self) -> dict[str, Any]:
+        return self.request(self._status())
+
+    def search(self, query: str, top_k: int | None = None, threshold: float | None = None) -> dict:
+        """POST /v1/rag/search: the chunks the injection would use, with cosine scores."""
+        return self.request(self._post("search", query=query, top_k=top_k, threshold=threshold))
+
+    def context(
+        self,
+        query: str,
+        top_k: int | None = None,
+        threshold: float | None = None,
+        language: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """POST /v1/rag/context: {"block", "results", "injected"}."""
+        call = self._post(
+            "context", query=query, top_k=top_k, threshold=threshold, language=language
+        )
+        return self.request(call, timeout)
+
+    def add_document(self, text: str, source: str | None = None, **fields: Any) -> dict:
+        """POST /v1/rag/add/document (metadata, persist, dynamic as keywords)."""
+        return self.request(self._post("add/document", text=text, source=source, **fields))
+
+    def add_chunks(self, items: list[dict[str, Any]], **fields: Any) -> dict:
+        return self.request(self._post("add/chunks", items=items, **fields))
+
+    def upsert_document(self, source: str, text: str, **fields: Any) -> dict:
+        """POST /v1/rag/upsert/document: atomic replace ("" deletes)."""
+        return self.request(self._post("upsert/document", source=source, text=text, **fields))
+
+    def remove(self, source_prefix: str, exact: bool = False) -> dict:
+        return self.request(self._post("remove", source_prefix=source_prefix, exact=exact))
+
+    def inject(
+        self,
+        messages: Sequence[Message],
+        query: str | None = None,
+        inject_as: InjectAs = "system",
+        top_k: int | None = None,
+        threshold: float | None = None,
+        language: str | None = None,
+        turn_id: str | None = None,
+    ) -> list[Message]:
+        """The messages with the retrieved context added; unchanged on any failure (logged)."""
+        try:
+            query = self._turn_query(messages, query)
+            if query is None:
+                return list(messages)
+            result = self.context(query, top_k, threshold, language, self.inject_timeout)
+            return self._injected(messages, result, inject_as, turn_id, query)
+        except Exception as exc:  # nothing may break the voice turn
+            log.warning("RAG search failed for turn=%s: %s", turn_id, exc)
+            return list(messages)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> RagClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncRagClient(_Api):
+    """The asyncio twin of RagClient."""
+
+    transport = httpx.AsyncClient
+
+    async def request(self, call: _Call, timeout: float | None = None) -> dict[str, Any]:
+        try:
+            response = await self.http.request(
+                call.method, call.path, **self._send_args(call, timeout)
+            )
+        except httpx.HTTPError as exc:
+            raise RagClientError(None, "UNREACHABLE", f"{type(exc).__name__}: {exc}") from exc
+        return self._decode(response)
+
+    async def status(self) -> dict[str, Any]:
+        return await self.request(self._status())
+
+    async def search(
+        self, query: str, top_k: int | None = None, threshold: float | None = None
+    ) -> dict[str, Any]:
+        return await self.request(
+            self._post("search", query=query, top_k=top_k, threshold=threshold)
+        )
+
+    async def context(
+        self,
+        query: str,
+        top_k: int | None = None,
+        threshold: float | None = None,
+        language: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        call = self._post(
+            "context", query=query, top_k=top_k, threshold=threshold, language=language
+        )
+        return await self.request(call, timeout)
+
+    async def add_document(self, text: str, source: str | None = None, **fields: Any) -> dict:
+        return await self.request(self._post("add/document", text=text, source=source, **fields))
+
+    async def add_chunks(self, items: list[dict[str, Any]], **fields: Any) -> dict:
+        return await self.request(self._post("add/chunks", items=items, **fields))
+
+    async def upsert_document(self, source: str, text: str, **fields: Any) -> dict:
+        return await self.request(self._post("upsert/document", source=source, text=text, **fields))
+
+    async def remove(self, source_prefix: str, exact: bool = False) -> dict:
+        return await self.request(self._post("remove", source_prefix=source_prefix, exact=exact))
+
+    async def inject(
+        self,
+        messages: Sequence[Message],
+        query: str | None = None,
+        inject_as: InjectAs = "system",
+        top_k: int | None = None,
+        threshold: float | None = None,
+        language: str | None = None,
+        turn_id: str | None = None,
+    ) -> list[Message]:
+        """The messages with the retrieved context added; unchanged on any failure (logged)."""
+        try:
+            query = self._turn_query(messages, query)
+            if query is None:
+                return list(messages)
+            result = await self.context(query, top_k, threshold, language, self.inject_timeout)
+            return self._injected(messages, result, inject_as, turn_id, query)
+        except Exception as exc:  # nothing may break the voice turn
+            log.warning("RAG search failed for turn=%s: %s", turn_id, exc)
+            return list(messages)
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    async def __aenter__(self) -> AsyncRagClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def last_user_text(messages: Sequence[Message]) -> str | None:
+    """The text of the last user message (string content or its text parts)."""
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            if isinstance(content, list):
+                parts = [p.get("text", "") for p in content if p.get("type") in TEXT_PARTS]
+                return " ".join(p for p in parts if p) or None
+            return None
+    return None
+
+
+def inject_block(messages: Sequence[Message], block: str, inject_as: InjectAs) -> list[Message]:
+    """A new list: `block` as a system message after the leading ones, or appended to the last
+    user message (a text part of the same kind when its content is a list of parts)."""
+    result = list(messages)
+    if inject_as == "system":
+        at = 0
+        while at < len(result) and result[at].get("role") == "system":
+            at += 1
+        result.insert(at, {"role": "system", "content": block})
+        return result
+    if inject_as != "user":
+        raise ValueError(f"inject_as must be 'system' or 'user', not {inject_as!r}")
+    for n in range(len(result) - 1, -1, -1):
+        if result[n].get("role") == "user":
+            content = result[n].get("content")
+            if isinstance(content, list):
+                kind = next((p["type"] for p in content if p.get("type") in TEXT_PARTS), "text")
+                content = [*content, {"type": kind, "text": block}]
+            else:
+                content = f"{content or ''}\n\n{block}".lstrip()
+            result[n] = {**result[n], "content": content}
+            return result
+    result.append({"role": "user", "content": block})
+    return result

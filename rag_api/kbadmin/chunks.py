@@ -1,0 +1,96 @@
+"""Chunks as the admin API shows them, and finding one by `index` or by (source, chunk_index)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rag_api.collection import Collection
+from rag_api.errors import AmbiguousSource, ChunkNotFound
+from rag_api.retrieval import Passage
+from rag_api.sequence import SEQ_FIELD
+from rag_api.store import Record, Selector, extract_source, extract_text, point_id
+
+DYNAMIC_BASE = 1_000_000  # API chunks are numbered DYNAMIC_BASE + index: never a file position
+TEMPORARY = Selector(origin="api", persist=False)  # gone at the next restart or /reload
+
+
+def api_payload(persist: bool, dynamic: bool) -> dict[str, Any]:
+    """The payload fields every chunk written through the API carries."""
+    return {"origin": "api", "persist": persist, "dynamic": dynamic}
+
+
+def chunk_view(payload: dict[str, Any], score: float | None, include_text: bool) -> dict[str, Any]:
+    """A listing item: `index` is the chunk's stable number, what /chunks/update accepts."""
+    seq = payload.get(SEQ_FIELD)
+    metadata = payload.get("metadata")
+    view: dict[str, Any] = {
+        "index": seq if isinstance(seq, int) else None,
+        "source": extract_source(payload),
+        "chunk_index": chunk_index_of(payload),
+        "score": None if score is None else round(score, 3),
+        "metadata": metadata if isinstance(metadata, dict) else {},
+        "is_dynamic": bool(payload.get("dynamic", False)),
+        "origin": payload.get("origin"),
+        "persist": bool(payload.get("persist", True)),
+    }
+    if include_text:
+        view["text"] = extract_text(payload)
+    return view
+
+
+def shown_score(passage: Passage) -> float:
+    """The score the pipeline sees: cosine similarity (its thresholds are cosine); BM25 in sparse mode."""
+    return passage.dense_score if passage.dense_score is not None else passage.score
+
+
+def result_view(passage: Passage) -> dict[str, Any]:
+    """A /search or /context result."""
+    return {
+        "text": passage.text,
+        "source": passage.source,
+        "score": round(shown_score(passage), 3),
+        "chunk_index": passage.chunk_index,
+        "metadata": passage.metadata,
+    }
+
+
+def chunk_index_of(payload: dict[str, Any]) -> int:
+    value = payload.get("chunk_index")
+    return value if isinstance(value, int) else 0
+
+
+def find_chunk(
+    collection: Collection,
+    physical: str,
+    index: int | None,
+    source: str | None,
+    chunk_index: int | None,
+) -> Record:
+    """The one chunk an update names; 404 CHUNK_NOT_FOUND, or 409 AMBIGUOUS_SOURCE for a bare
+    source with several chunks."""
+    store = collection.store
+    if index is not None:
+        records, _ = store.scroll(physical, Selector(seq=index), limit=2)
+        records = [r for r in records if source is None or extract_source(r.payload) == source]
+        if len(records) > 1:  # two processes wrote the collection: see rag_api.sequence
+            raise AmbiguousSource(
+                f"index {index} names {len(records)} chunks; use source + chunk_index"
+            )
+        where = f"index {index}" + (f" in source '{source}'" if source is not None else "")
+    elif chunk_index is not None:
+        assert source is not None
+        records = store.retrieve(physical, [point_id(collection.name, source, chunk_index)])
+        where = f"source '{source}', chunk_index {chunk_index}"
+    else:
+        assert source is not None
+        selector = Selector(sources=(source,))
+        records, _ = store.scroll(physical, selector, limit=2)
+        if len(records) > 1:
+            count = store.count(physical, selector)
+            raise AmbiguousSource(
+                f"source '{source}' has {count} chunks: add chunk_index, or use index from a listing"
+            )
+        where = f"source '{source}'"
+    if not records:
+        raise ChunkNotFound(f"no chunk with {where} in collection '{collection.name}'")
+    return records[0]

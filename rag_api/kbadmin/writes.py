@@ -1,0 +1,221 @@
+"""Live edits of a collection: add, upsert, update one chunk, remove, reload from the kb folder.
+
+Every write goes through rag_api.ingest (prepare, embed, then commit under the collection's write
+lock), so a concurrent search sees the old version or the new one, and an embedder failure
+leaves the store untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from rag_api.chunking import Chunk, split_text
+from rag_api.collection import Collection
+from rag_api.errors import ChunkNotFound, InvalidRequest, PayloadTooLarge, RagError
+from rag_api.hub import Hub
+from rag_api.ingest import DocumentWrite, delete_points, write_documents
+from rag_api.kbadmin.chunks import (
+    DYNAMIC_BASE,
+    TEMPORARY,
+    api_payload,
+    chunk_index_of,
+    chunk_view,
+    find_chunk,
+)
+from rag_api.kbadmin.schemas import (
+    CHUNK_MAX_CHARS,
+    DOCUMENT_MAX_CHARS,
+    ITEMS_MAX,
+    AddChunks,
+    AddDocument,
+    Reload,
+    Remove,
+    UpdateChunk,
+    UpsertDocument,
+    check_size,
+)
+from rag_api.sequence import SEQ_FIELD
+from rag_api.store import Selector, extract_source, extract_text, point_id
+from rag_api.sync import sync_collection
+
+log = logging.getLogger("rag_api.kbadmin")
+CARRIED = ("origin", "file", "doc_hash", "persist", "dynamic")  # kept by /chunks/update
+# an edited file chunk's doc_hash: never a file's hash, so the next reconcile restores the file
+EDITED = "edited-through-api"
+
+
+class ChunkExists(RagError):
+    code = "CHUNK_EXISTS"
+    status = 409
+
+
+def add_document(collection: Collection, body: AddDocument) -> dict[str, Any]:
+    """Insert a free text, chunked with the collection's chunking; never replaces anything."""
+    check_size("text", body.text, DOCUMENT_MAX_CHARS)
+    texts = split_text(body.text, collection.cfg.chunking)
+    if not texts:
+        raise InvalidRequest("text: must not be empty (use /upsert/document to delete)")
+    seqs = _numbers(collection, len(texts))
+    source = body.source or f"dynamic#{seqs[0]}"
+    chunks = [
+        _chunk(text, source, seq, body.metadata) for text, seq in zip(texts, seqs, strict=True)
+    ]
+    _insert(collection, chunks, seqs, api_payload(body.persist, body.dynamic))
+    return {"added": len(chunks), "sources": [source], "total_after": _total(collection)}
+
+
+def add_chunks(collection: Collection, body: AddChunks) -> dict[str, Any]:
+    """Insert pre-chunked items as they are (no splitting)."""
+    if len(body.items) > ITEMS_MAX:
+        raise PayloadTooLarge(f"{len(body.items)} items; the limit per request is {ITEMS_MAX}")
+    for n, item in enumerate(body.items):
+        check_size(f"items[{n}].text", item.text, CHUNK_MAX_CHARS)
+        if not item.text.strip():
+            raise InvalidRequest(f"items.{n}.text: must not be blank")
+    seqs = _numbers(collection, len(body.items))
+    chunks = [
+        _chunk(item.text, item.source, seq, item.metadata)
+        for item, seq in zip(body.items, seqs, strict=True)
+    ]
+    _insert(collection, chunks, seqs, api_payload(body.persist, body.dynamic))
+    sources = list(dict.fromkeys(c.source for c in chunks))
+    return {"added": len(chunks), "sources": sources, "total_after": _total(collection)}
+
+
+def upsert_document(collection: Collection, body: UpsertDocument) -> dict[str, Any]:
+    """Atomically make the source's API chunks exactly the new text's chunks ("" deletes them).
+
+    kb-file chunks that happen to carry the same source are the folder's: left alone.
+    """
+    check_size("text", body.text, DOCUMENT_MAX_CHARS)
+    texts = split_text(body.text, collection.cfg.chunking)
+    seqs = _numbers(collection, len(texts))
+    chunks = [
+        _chunk(text, body.source, seq, body.metadata) for text, seq in zip(texts, seqs, strict=True)
+    ]
+    scope = Selector(sources=(body.source,), origin="api")
+    payload = api_payload(body.persist, body.dynamic)
+    write = DocumentWrite(collection, scope, chunks, payload, seqs=seqs)
+    stats = write_documents(collection, [write])
+    return {
+        "removed": stats.deleted,
+        "added": stats.written,
+        "sources": [body.source],
+        "total_after": _total(collection),
+        "mode": "upsert",
+    }
+
+
+def update_chunk(collection: Collection, body: UpdateChunk) -> dict[str, Any]:
+    """Change one chunk's text (re-embedded), metadata (replaced) or source, atomically.
+
+    It keeps its index and chunk_index. A kb-file chunk can be edited too; its file stays the
+    source of truth: the next reconcile of that file (/reload, the watcher) restores it.
+    """
+    info = collection.info()
+    if info is None:
+        raise ChunkNotFound(f"collection '{collection.name}' is empty: no chunk to update")
+    record = find_chunk(collection, info.physical, body.index, body.source, body.chunk_index)
+    old = record.payload
+    chunk = Chunk(
+        text=body.new_text if body.new_text is not None else extract_text(old),
+        source=body.new_source if body.new_source is not None else extract_source(old),
+        chunk_index=chunk_index_of(old),
+        metadata=body.new_metadata if body.new_metadata is not None else old.get("metadata") or {},
+    )
+    check_size("new_text", chunk.text, CHUNK_MAX_CHARS)
+    new_id = point_id(collection.name, chunk.source, chunk.chunk_index)
+    if new_id != record.id and collection.store.retrieve(info.physical, [new_id]):
+        raise ChunkExists(
+            f"source '{chunk.source}' already has a chunk_index {chunk.chunk_index}; "
+            "remove it first or move this chunk to another source"
+        )
+    payload = {key: old[key] for key in CARRIED if key in old}
+    if payload.get("origin") == "file":
+        payload["doc_hash"] = EDITED
+    seq = old.get(SEQ_FIELD)
+    write = DocumentWrite(
+        collection,
+        Selector(ids=(record.id,)),
+        [chunk],
+        payload,
+        seqs=[seq] if isinstance(seq, int) else None,
+    )
+    write_documents(collection, [write])
+    updated = collection.store.retrieve(info.physical, [new_id])
+    if not updated:  # removed by a concurrent call in the meantime
+        raise ChunkNotFound(f"the chunk was removed while it was being updated ({new_id})")
+    return {"updated": 1, "chunk": chunk_view(updated[0].payload, None, include_text=True)}
+
+
+def remove(collection: Collection, body: Remove) -> dict[str, Any]:
+    """Delete every chunk whose source is `source_prefix` (exact) or starts with it."""
+    if body.exact:
+        selector = Selector(sources=(body.source_prefix,))
+    else:
+        selector = Selector(source_prefix=body.source_prefix)
+    removed = delete_points(collection, selector)
+    return {"removed": removed, "total_after": _total(collection)}
+
+
+def reload(collection: Collection, body: Reload) -> dict[str, Any]:
+    """Reconcile with the kb folder (force: re-embed every file) and drop temporary API chunks.
+
+    Persistent API chunks stay: Qdrant holds them durably.
+    """
+    temporary = delete_points(collection, TEMPORARY)
+    report = sync_collection(collection, force=body.force_rebuild)
+    return {
+        **report.as_dict(),
+        "force_rebuild": body.force_rebuild,
+        "temporary_removed": temporary,
+        "total_after": _total(collection),
+    }
+
+
+def drop_temporary(hub: Hub) -> int:
+    """At start-up: delete every collection's `persist: false` chunks (they lived one run).
+
+    Their numbers are retired first, so a listing taken before the restart cannot name a new
+    chunk with an old `index` (the counter restarts after the largest stored number).
+    """
+    dropped = 0
+    for collection in hub.collections.values():
+        try:
+            info = collection.info()
+            if info is None:
+                continue
+            records = collection.store.iter_records(info.physical, TEMPORARY, fields=[SEQ_FIELD])
+            numbers = [r.payload.get(SEQ_FIELD) for r in records]
+            collection.sequence.retire(info.physical, [n for n in numbers if isinstance(n, int)])
+            count = delete_points(collection, TEMPORARY)
+        except RagError as exc:
+            log.warning("%s: temporary chunks not dropped: %s", collection.name, exc.message)
+            continue
+        if count:
+            log.info("%s: dropped %d temporary API chunks", collection.name, count)
+        dropped += count
+    return dropped
+
+
+def _numbers(collection: Collection, count: int) -> list[int]:
+    return collection.sequence.allocate(collection.writable().physical, count)
+
+
+def _chunk(text: str, source: str | None, seq: int, metadata: dict[str, Any]) -> Chunk:
+    """A new API chunk: chunk_index DYNAMIC_BASE + its index; no source: dynamic#<index>."""
+    return Chunk(text, source or f"dynamic#{seq}", DYNAMIC_BASE + seq, dict(metadata))
+
+
+def _insert(collection: Collection, chunks: list[Chunk], seqs: list[int], payload: dict) -> None:
+    ids = tuple(point_id(collection.name, c.source, c.chunk_index) for c in chunks)
+    # identical texts already stored under these sources lend their vectors
+    reuse = Selector(sources=tuple({c.source for c in chunks}))
+    write = DocumentWrite(collection, Selector(ids=ids), chunks, payload, reuse, seqs=seqs)
+    write_documents(collection, [write])
+
+
+def _total(collection: Collection) -> int:
+    info = collection.info(refresh=True)
+    return collection.store.count(info.physical) if info is not None else 0

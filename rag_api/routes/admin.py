@@ -1,0 +1,88 @@
+"""/v1/rag/*: the voice pipeline's knowledge-base admin API (logic in rag_api.kbadmin).
+
+Reads accept RAG_API_KEY or RAG_ADMIN_API_KEY; writes need RAG_ADMIN_API_KEY (when set). Every
+endpoint routes to `collection`, given in the JSON body or the query string.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query
+from fastapi.params import Depends as Dependency
+
+from rag_api.auth import require_admin, require_reader
+from rag_api.collection import Collection
+from rag_api.errors import InvalidRequest
+from rag_api.hub import Hub
+from rag_api.kbadmin import reads, schemas, writes
+from rag_api.routes.deps import get_hub
+
+router = APIRouter(prefix="/v1/rag", tags=["rag admin"])
+READ = [Depends(require_reader)]
+WRITE = [Depends(require_admin)]
+Result = dict[str, Any]
+CollectionParam = Annotated[str | None, Query(description="default: default_collection")]
+
+
+def routed(hub: Hub, in_body: str | None, in_query: str | None) -> Collection:
+    """The collection named in the body or the query (they must agree), else the default."""
+    if in_body and in_query and in_body != in_query:
+        raise InvalidRequest(
+            f"collection: the body says '{in_body}' but the query says '{in_query}'"
+        )
+    return hub.collection(in_body or in_query)
+
+
+@router.get("/status", dependencies=READ)
+def status(collection: CollectionParam = None, hub: Hub = Depends(get_hub)) -> Result:
+    # the folder watcher (issue 6) reports its state next to these fields, under "indexer"
+    return reads.status(hub, routed(hub, None, collection))
+
+
+@router.get("/sources", dependencies=READ)
+def sources(collection: CollectionParam = None, hub: Hub = Depends(get_hub)) -> Result:
+    return reads.sources(routed(hub, None, collection))
+
+
+@router.get("/chunks", dependencies=READ)
+def chunks(params: Annotated[schemas.ChunkFilters, Query()], hub: Hub = Depends(get_hub)) -> Result:
+    return reads.list_chunks(routed(hub, params.collection, None), params)
+
+
+def _post(
+    path: str,
+    body_type: type[schemas.Routed],
+    action: Callable[[Collection, Any], Result],
+    access: list[Dependency],
+) -> None:
+    """POST `path`: validate the body, route to its collection, run `action`."""
+
+    def endpoint(body, collection: CollectionParam = None, hub: Hub = Depends(get_hub)) -> Result:
+        return action(routed(hub, body.collection, collection), body)
+
+    endpoint.__annotations__["body"] = body_type
+    name = path.strip("/").replace("/", "_")
+    router.add_api_route(path, endpoint, methods=["POST"], dependencies=access, name=name)
+
+
+_post("/chunks/list", schemas.ListChunks, lambda c, b: reads.list_chunks(c, b, b.metadata), READ)
+_post("/search", schemas.Search, reads.search_results, READ)
+_post("/context", schemas.Context, reads.context, READ)
+_post("/chunks/update", schemas.UpdateChunk, writes.update_chunk, WRITE)
+_post("/upsert/document", schemas.UpsertDocument, writes.upsert_document, WRITE)
+_post("/add/document", schemas.AddDocument, writes.add_document, WRITE)
+_post("/add/chunks", schemas.AddChunks, writes.add_chunks, WRITE)
+_post("/remove", schemas.Remove, writes.remove, WRITE)
+
+
+@router.post("/reload", dependencies=WRITE)
+def reload(
+    body: schemas.Reload | None = None,
+    collection: CollectionParam = None,
+    hub: Hub = Depends(get_hub),
+) -> Result:
+    """The body is optional here: a bare POST reconciles the default collection."""
+    body = body or schemas.Reload()
+    return writes.reload(routed(hub, body.collection, collection), body)

@@ -1,0 +1,57 @@
+"""Chunk numbers: every chunk of a collection carries `seq`, unique and stable for the chunk's life.
+
+A chunk keeps its number when it is overwritten in place (same point id: a re-indexed file's
+unchanged position, an admin edit), and a new chunk takes the next one. The admin API shows it as
+`index`: unlike a position in a list it does not shift when another chunk is deleted, and it
+survives restarts because it lives in the payload.
+
+Numbers come from a per-process counter that starts after the largest stored `seq` (read once,
+on first use). They are unique while one process writes a collection — the rule the embedded
+store enforces by its folder lock, and DESIGN's "one writer per collection" on a server.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING
+
+from rag_api.store import Selector
+
+if TYPE_CHECKING:
+    from rag_api.collection import Collection
+
+SEQ_FIELD = "seq"
+
+
+class ChunkSequence:
+    """The allocator of one collection's chunk numbers."""
+
+    def __init__(self, collection: Collection) -> None:
+        self.collection = collection
+        self._lock = threading.Lock()
+        self._next: tuple[str, int] | None = None  # (physical collection, next number)
+
+    def allocate(self, physical: str, count: int) -> list[int]:
+        """`count` fresh numbers, increasing, for points of the physical collection `physical`."""
+        if count <= 0:
+            return []
+        with self._lock:
+            start = self._start(physical)
+            self._next = (physical, start + count)
+        return list(range(start, start + count))
+
+    def retire(self, physical: str, numbers: list[int]) -> None:
+        """Never hand out these numbers again in this process (points about to be deleted)."""
+        if numbers:
+            with self._lock:
+                self._next = (physical, max(self._start(physical), max(numbers) + 1))
+
+    def _start(self, physical: str) -> int:
+        if self._next is None or self._next[0] != physical:
+            self._next = (physical, self._largest(physical) + 1)
+        return self._next[1]
+
+    def _largest(self, physical: str) -> int:
+        records = self.collection.store.iter_records(physical, Selector(), fields=[SEQ_FIELD])
+        numbers = (r.payload.get(SEQ_FIELD) for r in records)
+        return max((n for n in numbers if isinstance(n, int)), default=-1)

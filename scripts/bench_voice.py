@@ -1,0 +1,264 @@
+"""Voice-turn retrieval latency: POST /v1/rag/context over HTTP while the knowledge base is edited.
+
+A voice turn has ~100 ms for retrieval. This measures how much of it the hub uses on the embedded
+defaults (qdrant-edge, the shipped `docs` collection: bundled MiniLM, hybrid, top_k 5) with 10,000
+SciFact chunks stored: 4 callers ask for context while a fifth upserts documents, against a real
+uvicorn server on loopback (a child process). Each request's time is split into embed and store
+(the server's timings_ms) and HTTP (what the caller waited beyond the server's own total). The
+baselines, measured in the same run: the same retrieval in-process (no HTTP), and one caller
+over HTTP with no writer.
+
+    RAG_EVAL_DATA=/work/shared/eval-data HF_HUB_OFFLINE=1 python scripts/bench_voice.py
+
+The populated store is kept in --data-dir (default .bench/voice) and reused by the next run.
+The server runs twice: with torch's default threads, then with OMP_NUM_THREADS=1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from rag_api.chunking import Chunk, split_text  # noqa: E402
+from rag_api.hub import Hub  # noqa: E402
+from rag_api.ingest import DocumentWrite, write_documents  # noqa: E402
+from rag_api.retrieval import SearchRequest, search  # noqa: E402
+from rag_api.settings import Settings  # noqa: E402
+from rag_api.store import Selector  # noqa: E402
+from scripts.evallib import default_data_dir, latency_summary, load_dataset  # noqa: E402
+
+BUDGET_MS = 100.0
+# torch's default (one intra-op thread per core) and one thread per request
+SERVERS = {"torch default threads": {}, "OMP_NUM_THREADS=1": {"OMP_NUM_THREADS": "1"}}
+
+
+def settings_for(data_dir: Path) -> Settings:
+    """The shipped `docs` collection, no kb folder: its chunks come from the benchmark."""
+    shipped = yaml.safe_load((REPO / "collections.yaml").read_text())
+    docs = {**shipped["collections"]["docs"], "kb": None, "llm": {"provider": "extractive"}}
+    config = data_dir / "collections.yaml"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    config.write_text(yaml.safe_dump({"default_collection": "docs", "collections": {"docs": docs}}))
+    return Settings(config=config, data_dir=data_dir / "data")
+
+
+def populate(settings: Settings, corpus: list[str], target: int) -> int:
+    """Store `target` chunks of the corpus (once: a later run finds them)."""
+    hub = Hub.open(settings)
+    try:
+        docs = hub.collection("docs")
+        info = docs.info()
+        stored = hub.store.count(info.physical) if info else 0
+        if stored >= target:
+            return stored
+        print(f"embedding {target - stored} chunks (once; kept in {settings.data_dir})", flush=True)
+        n, writes, size = 0, [], 0
+        for n, text in enumerate(corpus):
+            source = f"scifact/{n}"
+            if hub.store.count(docs.writable().physical, Selector(sources=(source,))):
+                continue
+            chunks = [
+                Chunk(t, source, i) for i, t in enumerate(split_text(text, docs.cfg.chunking))
+            ]
+            chunks = chunks[: target - stored - size]
+            writes.append(
+                DocumentWrite(docs, Selector(sources=(source,)), chunks, {"origin": "api"})
+            )
+            size += len(chunks)
+            if size >= target - stored or len(writes) == 64:
+                write_documents(docs, writes)
+                stored, writes, size = stored + size, [], 0
+                print(f"  {stored} chunks", flush=True)
+            if stored >= target:
+                break
+        hub.store.optimize(docs.writable().physical)
+        return stored
+    finally:
+        hub.close()
+
+
+def in_process(settings: Settings, queries: list[str]) -> dict[str, list[float]]:
+    """The retrieval without HTTP: embed, store search, and the whole search() call."""
+    hub = Hub.open(settings)
+    try:
+        hub.load_models()
+        docs = hub.collection("docs")
+        for query in queries[:10]:  # warm-up
+            search(docs, SearchRequest(query=query))
+        times: dict[str, list[float]] = {"total": [], "embed": [], "search": []}
+        for query in queries:
+            started = time.perf_counter()
+            outcome = search(docs, SearchRequest(query=query))
+            times["total"].append(time.perf_counter() - started)
+            for key in ("embed", "search"):
+                times[key].append(outcome.timings_ms[key] / 1000)
+        return times
+    finally:
+        hub.close()
+
+
+class Server:
+    """`python -m rag_api serve` on a free loopback port, in a child process."""
+
+    def __init__(self, settings: Settings, port: int, env: dict[str, str]) -> None:
+        self.url = f"http://127.0.0.1:{port}"
+        env = {**os.environ, **env, "PYTHONPATH": str(REPO), "RAG_LOG_LEVEL": "warning"}
+        args = ["--config", str(settings.config), "--data-dir", str(settings.data_dir)]
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "rag_api", *args, "serve", "--port", str(port)], env=env
+        )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(self.url + "/ready", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError("the server did not become ready")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=30)
+
+
+def call_context(http: httpx.Client, query: str, record: dict[str, list[float]]) -> None:
+    started = time.perf_counter()
+    response = http.post("/v1/rag/context", json={"query": query})
+    waited = time.perf_counter() - started
+    response.raise_for_status()
+    timings = response.json()["timings_ms"]
+    record["total"].append(waited)
+    record["embed"].append(timings["embed"] / 1000)
+    record["search"].append(timings["search"] / 1000)
+    record["http"].append(waited - timings["total"] / 1000)
+
+
+def over_http(
+    url: str, queries: list[str], callers: int, seconds: float, writer_docs: list[str] | None
+) -> tuple[dict[str, list[float]], list[float]]:
+    """`callers` threads ask for context for `seconds`; with writer_docs, one more upserts them."""
+    record: dict[str, list[float]] = {"total": [], "embed": [], "search": [], "http": []}
+    upserts: list[float] = []
+    stop = threading.Event()
+    lock = threading.Lock()
+
+    def caller(offset: int) -> None:
+        mine: dict[str, list[float]] = {key: [] for key in record}
+        with httpx.Client(base_url=url, timeout=30) as http:
+            n = offset
+            while not stop.is_set():
+                call_context(http, queries[n % len(queries)], mine)
+                n += callers
+        with lock:
+            for key, values in mine.items():
+                record[key].extend(values)
+
+    def writer() -> None:
+        with httpx.Client(base_url=url, timeout=60) as http:
+            n = 0
+            while not stop.is_set():
+                body = {"source": f"live/{n % 20}", "text": writer_docs[n % len(writer_docs)]}
+                started = time.perf_counter()
+                http.post("/v1/rag/upsert/document", json=body).raise_for_status()
+                upserts.append(time.perf_counter() - started)
+                n += 1
+
+    threads = [threading.Thread(target=caller, args=(i,)) for i in range(callers)]
+    if writer_docs:
+        threads.append(threading.Thread(target=writer))
+    for thread in threads:
+        thread.start()
+    time.sleep(seconds)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    return record, upserts
+
+
+def row(name: str, record: dict[str, list[float]]) -> str:
+    total = latency_summary(record["total"])
+    parts = [f"{name:<34}{len(record['total']):>6}{total['p50_ms']:>8.1f}{total['p95_ms']:>8.1f}"]
+    for key in ("embed", "search", "http"):
+        if key in record:
+            s = latency_summary(record[key])
+            parts.append(f"{s['p50_ms']:>10.1f}{s['p95_ms']:>6.1f}")
+        else:
+            parts.append(f"{'-':>10}{'-':>6}")
+    return "".join(parts)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--chunks", type=int, default=10_000)
+    parser.add_argument("--callers", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--data-dir", type=Path, default=REPO / ".bench" / "voice")
+    args = parser.parse_args()
+
+    dataset = load_dataset("scifact", default_data_dir())
+    corpus = [f"{d.title}\n\n{d.text}" for d in dataset.corpus.values()]
+    queries = list(dataset.queries.values())
+    settings = settings_for(args.data_dir)
+    stored = populate(settings, corpus, args.chunks)
+    baseline = in_process(settings, queries[:200])
+    results = {}
+    for label, env in SERVERS.items():
+        server = Server(settings, args.port, env)
+        try:
+            over_http(server.url, queries, 1, 3, None)  # warm-up
+            idle, _ = over_http(server.url, queries, 1, args.seconds / 2, None)
+            busy, _ = over_http(server.url, queries, args.callers, args.seconds / 2, None)
+            writer_docs = corpus[-200:]
+            loaded, upserts = over_http(
+                server.url, queries, args.callers, args.seconds, writer_docs
+            )
+        finally:
+            server.stop()
+        results[label] = (idle, busy, loaded, upserts)
+    report(stored, args.callers, baseline, results)
+
+
+def report(
+    stored: int,
+    callers: int,
+    baseline: dict[str, list[float]],
+    results: dict[str, tuple[dict, dict, dict, list[float]]],
+) -> None:
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"\n{stored} chunks, embedded qdrant-edge, MiniLM 384d, hybrid, top_k 5; ms")
+    print(f"{os.cpu_count()} cores; load average at the end (1, 5, 15 min): {load}")
+    print(
+        f"{'':<34}{'n':>6}{'p50':>8}{'p95':>8}{'embed p50':>10}{'p95':>6}"
+        f"{'store p50':>10}{'p95':>6}{'http p50':>10}{'p95':>6}"
+    )
+    print(row("in-process search() (baseline)", baseline))
+    base = latency_summary(baseline["total"])["p50_ms"]
+    for label, (idle, busy, loaded, upserts) in results.items():
+        print(f"server: {label}")
+        print(row("  /context, 1 caller", idle))
+        print(row(f"  /context, {callers} callers", busy))
+        print(row(f"  /context, {callers} callers + upserts", loaded))
+        total, up = latency_summary(loaded["total"]), latency_summary(upserts)
+        print(
+            f"  under load: p50 {total['p50_ms'] / base:.1f}x the in-process p50; p95 uses "
+            f"{total['p95_ms'] / BUDGET_MS:.0%} of the {BUDGET_MS:.0f} ms turn budget; "
+            f"{len(upserts)} upserts, p50 {up['p50_ms']:.0f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()
