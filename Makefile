@@ -22,7 +22,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# index first (progress bar, and the first query finds everything), then serve and keep watching
 run: install
+	$(BIN)/rag-hub index
 	$(BIN)/rag-hub serve --watch --host $(HOST) --port $(PORT)
 
 test: install
