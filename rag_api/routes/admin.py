@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.params import Depends as Dependency
 
 from rag_api.auth import require_admin, require_reader
@@ -18,6 +18,7 @@ from rag_api.errors import InvalidRequest
 from rag_api.hub import Hub
 from rag_api.kbadmin import reads, schemas, writes
 from rag_api.routes.deps import get_hub
+from rag_api.routes.indexer import indexer_status
 
 router = APIRouter(prefix="/v1/rag", tags=["rag admin"])
 READ = [Depends(require_reader)]
@@ -36,9 +37,14 @@ def routed(hub: Hub, in_body: str | None, in_query: str | None) -> Collection:
 
 
 @router.get("/status", dependencies=READ)
-def status(collection: CollectionParam = None, hub: Hub = Depends(get_hub)) -> Result:
-    # the folder watcher (issue 6) reports its state next to these fields, under "indexer"
-    return reads.status(hub, routed(hub, None, collection))
+def status(
+    request: Request, collection: CollectionParam = None, hub: Hub = Depends(get_hub)
+) -> Result:
+    """The collection's state, and the folder watcher's for it when this process watches."""
+    kb = routed(hub, None, collection)
+    watcher = indexer_status(request)
+    indexer = watcher["collections"].get(kb.name)
+    return {**reads.status(hub, kb), "indexer": {"running": watcher["running"], **(indexer or {})}}
 
 
 @router.get("/sources", dependencies=READ)

@@ -27,6 +27,10 @@ def test_status_and_metrics_of_the_watcher_in_the_app(
     assert row["last_sync"] and row["last_reconcile"] and row["last_error"] is None
     assert row["counters"]["files_indexed"] == 1 and row["counters"]["events"] >= 1
 
+    rag_status = admin.get("/v1/rag/status", params={"collection": "notes"}).json()
+    assert rag_status["chunks"] == 1 and rag_status["indexer"]["running"] is True
+    assert rag_status["indexer"]["files"] == 1 and rag_status["indexer"]["queue"] == 0
+
     metrics = admin.get("/metrics")
     assert metrics.headers["content-type"].startswith("text/plain")
     assert "rag_indexer_up 1" in metrics.text
@@ -44,6 +48,7 @@ def test_without_watch_the_status_says_so(tmp_path: Path, kb_dir: Path, make_set
     client = serve(make_settings(config)).client()
 
     assert client.get("/v1/indexer/status").json() == {"running": False, "collections": {}}
+    assert client.get("/v1/rag/status").json()["indexer"] == {"running": False}
     assert client.get("/metrics").text == "".join(
         [
             "# HELP rag_indexer_up 1 when the folder indexer runs in this process.\n",
