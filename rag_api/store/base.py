@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from rag_api.store.types import (
@@ -141,6 +141,22 @@ class Store(ABC):
     @abstractmethod
     def search(self, physical: str, spec: SearchSpec, info: CollectionInfo) -> list[Hit]:
         """Dense, sparse or hybrid (RRF inside the engine) search, hits annotated per side."""
+
+    @abstractmethod
+    def payload_indexes(self, physical: str) -> dict[str, str]:
+        """The indexed payload fields and their kinds (keyword, integer, float, bool)."""
+
+    @abstractmethod
+    def create_payload_index(self, physical: str, field: str, kind: str) -> None:
+        """Index a payload field (a dotted path such as metadata.categoria) for filtering."""
+
+    def ensure_payload_indexes(self, physical: str, fields: Mapping[str, str]) -> list[str]:
+        """Create the missing indexes among `fields` (path -> kind); returns the fields created."""
+        existing = self.payload_indexes(physical)
+        missing = [f for f, kind in fields.items() if existing.get(f) != kind]
+        for field in missing:
+            self.create_payload_index(physical, field, fields[field])
+        return missing
 
     def optimize(self, physical: str) -> None:
         """Build indexes after a bulk load (a no-op where the engine does it itself)."""
