@@ -38,9 +38,11 @@ from rag_api.store.types import (
 )
 
 # Below this many points a search scans exactly (always right, still sub-millisecond); above it
-# the HNSW graph built by optimize() answers, with a generous ef for recall.
+# the HNSW graph built by optimize() answers, with a generous ef for recall. Measured on SciFact
+# (20k MiniLM chunks): the 50 dense candidates of a hybrid search came back with recall 0.988 at
+# ef 128 (hybrid nDCG@10 -0.003) and 0.9975 at ef 256, for +0.17 ms (0.81 ms; exact: 1.74 ms).
 EXACT_BELOW = 20_000
-HNSW_EF = 128
+HNSW_EF = 256
 _SCHEMA = {
     "keyword": qe.PayloadSchemaType.Keyword,
     "integer": qe.PayloadSchemaType.Integer,
