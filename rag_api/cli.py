@@ -193,6 +193,12 @@ def index(settings: Settings, collection: str | None, force: bool, as_json: bool
     metavar="KEY=VALUE",
     help="Metadata equality (repeatable).",
 )
+@click.option(
+    "--rerank/--no-rerank",
+    default=None,
+    help="Rerank with the collection's cross-encoder (default: its rerank block decides).",
+)
+@click.option("--diversity", type=click.FloatRange(0, 1), help="MMR: 0 = off, 1 = most diverse.")
 @click.option("--no-generate", is_flag=True, help="Only retrieve; no answer.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full response as JSON.")
 @click.pass_obj
@@ -207,6 +213,8 @@ def query(
     sources: tuple[str, ...],
     source_prefix: str | None,
     filters: tuple[str, ...],
+    rerank: bool | None,
+    diversity: float | None,
     no_generate: bool,
     as_json: bool,
 ) -> None:
@@ -229,6 +237,8 @@ def query(
             mode=mode,
             sources=list(sources) or None,
             filters={"metadata": metadata, "source_prefix": source_prefix},
+            rerank=rerank,
+            diversity=diversity,
             generate=not no_generate,
         )
     except ValidationError as exc:
@@ -243,8 +253,9 @@ def query(
         click.echo()
     if response.get("warning"):
         click.echo(f"warning: {response['warning']}", err=True)
+    click.echo(f"mode: {response['mode']}")
     for n, source in enumerate(response["sources"], 1):
-        click.echo(f"[{n}] {source['source']}#{source['chunk_index']}  score={source['score']:.4f}")
+        click.echo(f"[{n}] {source['source']}#{source['chunk_index']}  {_why(source)}")
 
 
 @cli.command("collections")
@@ -290,6 +301,18 @@ def config_check(settings: Settings) -> None:
         )
         click.echo(f"{name}: {cfg.embedder.id} {cfg.embedder.dim}d, {cfg.language}{note}")
     click.echo(f"{settings.config}: valid, {len(hub_config.collections)} collections")
+
+
+def _why(source: dict) -> str:
+    """Why a passage was returned: its fused score and each side's score and rank."""
+    parts = [f"score={source['score']:.4f}"]
+    for side in ("dense", "sparse"):
+        if source[f"{side}_score"] is not None:
+            rank = source[f"{side}_rank"]
+            parts.append(f"{side}={source[f'{side}_score']:.4f} (#{rank or '-'})")
+    if source["rerank_score"] is not None:
+        parts.append(f"rerank={source['rerank_score']:.4f}")
+    return "  ".join(parts)
 
 
 def _scalar(value: str) -> str | int | float | bool:

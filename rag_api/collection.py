@@ -40,6 +40,7 @@ class Collection:
         self.sequence = ChunkSequence(self)
         self._info: tuple[float, CollectionInfo | None] | None = None
         self._stored_embedder: tuple[str, str | None] | None = None
+        self._indexed: str | None = None  # the physical collection whose indexes are checked
 
     @property
     def sparse(self) -> SparseEncoder:
@@ -66,6 +67,8 @@ class Collection:
         info = self.info()
         if info is not None and info.dim != self.cfg.embedder.dim:
             raise DimensionMismatch(self._dimension_message(info))
+        if info is not None:
+            self.ensure_indexes(info)
         return info
 
     def writable(self) -> CollectionInfo:
@@ -79,6 +82,7 @@ class Collection:
             self._info = (time.monotonic(), info)
         if info.dim != self.cfg.embedder.dim:
             raise DimensionMismatch(self._dimension_message(info))
+        self.ensure_indexes(info)
         stored = self.stored_embedder(info)
         if stored is not None and stored != self.embedder_id:
             raise EmbedderMismatch(
@@ -86,6 +90,16 @@ class Collection:
                 f"{self.embedder_id}; writes are refused until you run {self._migrate_hint()}"
             )
         return info
+
+    def ensure_indexes(self, info: CollectionInfo) -> None:
+        """Index the metadata keys collections.yaml lists for filtering (once per process)."""
+        wanted = self.cfg.retrieval.metadata_indexes
+        if not wanted or self._indexed == info.physical:
+            return
+        fields = {f"metadata.{key}": kind for key, kind in wanted.items()}
+        # no collection lock: an index changes no point, and may be created while writes wait
+        self.store.ensure_payload_indexes(info.physical, fields)
+        self._indexed = info.physical
 
     def stored_embedder(self, info: CollectionInfo) -> str | None:
         """The embedder recorded in the collection's payloads (None when empty or foreign)."""

@@ -13,7 +13,18 @@ from rag_api.errors import ConfigError
 
 Language = Literal["en", "es", "it"]
 Mode = Literal["dense", "sparse", "hybrid"]
+Fusion = Literal["rrf", "dbsf"]
+IndexKind = Literal["keyword", "integer", "float", "bool"]
+METADATA_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 COLLECTION_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,62})$")
+
+
+def check_metadata_keys(value: dict[str, Any]) -> dict[str, Any]:
+    """A metadata mapping whose keys are safe payload paths (letters, digits, '_', '-')."""
+    for key in value:
+        if not METADATA_KEY.match(key):
+            raise ValueError(f"metadata key {key!r} must be letters, digits, '_' or '-'")
+    return value
 
 
 class Strict(BaseModel):
@@ -51,10 +62,18 @@ class RetrievalConfig(Strict):
     top_k: Annotated[int, Field(ge=1, le=100)] = 5
     threshold: Annotated[float, Field(ge=-1.0, le=1.0)] = 0.25
     mode: Mode = "hybrid"
+    # hybrid fusion: rrf = reciprocal rank fusion (sum of 1 / (rrf_k + rank), ranks from 1);
+    # dbsf = distribution-based score fusion (each side's scores scaled by mean +- 3 sd, summed)
+    fusion: Fusion = "rrf"
     rrf_k: Annotated[int, Field(ge=1, le=10_000)] = 60
     candidates: Annotated[int, Field(ge=1, le=1000)] = 50
     relative_threshold: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
     context_chars: Annotated[int, Field(ge=100)] = 6000
+    diversity: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0  # MMR; 0 = off
+    # metadata keys filtered on, indexed in Qdrant by type, e.g. {categoria: keyword, year: integer}
+    metadata_indexes: dict[str, IndexKind] = {}
+
+    _index_keys = field_validator("metadata_indexes")(check_metadata_keys)
 
 
 class RerankConfig(Strict):

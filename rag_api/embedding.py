@@ -47,11 +47,7 @@ class SentenceTransformerEmbedder(Embedder):
 
     def __init__(self, model: str, batch_size: int = 32) -> None:
         super().__init__("sentence-transformers", model)
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()  # "Loading weights" bars on stderr, per model load
-
+        prepare_offline_models()
         try:
             self._model = _load_sentence_transformer(_local_model_path(model))
         except Exception as exc:
@@ -250,6 +246,14 @@ class EmbeddingRouter:
 def _key(cfg: EmbedderConfig) -> tuple[str, str, str | None, int | None]:
     # the hash embedder's size is its configuration; every other model has its own
     return (cfg.provider, cfg.model, cfg.base_url, cfg.dim if cfg.provider == "hash" else None)
+
+
+def prepare_offline_models() -> None:
+    """Before loading a Hugging Face model: never reach the hub, no progress bars on stderr."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # "Loading weights" bars on stderr, per model load
 
 
 @functools.lru_cache(maxsize=8)

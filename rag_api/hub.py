@@ -9,6 +9,7 @@ from rag_api.config import HubConfig, load_config
 from rag_api.embedding import EmbeddingRouter
 from rag_api.errors import CollectionDisabled, RagError
 from rag_api.generation import GeneratorRouter
+from rag_api.rerank import load_cross_encoder
 from rag_api.settings import Settings
 from rag_api.store import Store, open_store
 
@@ -45,8 +46,8 @@ class Hub:
         return collection
 
     def load_models(self) -> dict[str, str]:
-        """Load every enabled collection's embedder, check its real dimension, and for remote
-        embedders that they answer now.
+        """Load every enabled collection's embedder (and reranker), check its real dimension,
+        and for remote embedders that they answer now.
 
         Returns the problems (collection -> reason) instead of raising for upstream embedders, so
         the API can start and report them on /ready; a wrong `dim` is a configuration error.
@@ -57,6 +58,9 @@ class Hub:
                 continue
             try:
                 self.embeddings.probe(collection.cfg.embedder, name)
+                rerank = collection.cfg.rerank
+                if rerank is not None and rerank.enabled:
+                    load_cross_encoder(rerank.model)
             except RagError as exc:
                 if exc.code == "CONFIG_INVALID":
                     raise

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import re
 import time
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rag_api.answer import answer
-from rag_api.config import Mode
+from rag_api.config import Mode, check_metadata_keys
 from rag_api.hub import Hub
 from rag_api.retrieval import SearchRequest, search
 
-METADATA_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MetadataValue = str | int | float | bool
 
 
@@ -23,13 +21,7 @@ class Filters(BaseModel):
     metadata: dict[str, MetadataValue] = {}
     source_prefix: Annotated[str, Field(min_length=1, max_length=512)] | None = None
 
-    @field_validator("metadata")
-    @classmethod
-    def _keys(cls, value: dict[str, MetadataValue]) -> dict[str, MetadataValue]:
-        for key in value:
-            if not METADATA_KEY.match(key):
-                raise ValueError(f"metadata key {key!r} must be letters, digits, '_' or '-'")
-        return value
+    _keys = field_validator("metadata")(check_metadata_keys)
 
 
 class SearchFields(BaseModel):
@@ -55,6 +47,8 @@ class QueryBody(SearchFields):
     mode: Mode | None = None
     sources: list[Annotated[str, Field(min_length=1, max_length=512)]] | None = None
     filters: Filters | None = None
+    rerank: bool | None = None  # None: the collection's rerank block decides
+    diversity: Annotated[float, Field(ge=0.0, le=1.0)] | None = None  # MMR, 0 = off
 
     def search_request(self) -> SearchRequest:
         filters = self.filters or Filters()
@@ -67,6 +61,8 @@ class QueryBody(SearchFields):
             source_prefix=filters.source_prefix,
             metadata=filters.metadata,
             relative_threshold=self.relative_threshold,
+            rerank=self.rerank,
+            diversity=self.diversity,
         )
 
 

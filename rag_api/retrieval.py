@@ -1,4 +1,4 @@
-"""Search a collection: dense, BM25 sparse or hybrid (RRF in Qdrant), filtered before anything else.
+"""Search a collection: dense, BM25 sparse or hybrid (fused in Qdrant), filtered before anything else.
 
 Thresholds (documented rule):
 - `threshold` is a minimum cosine similarity between the query and a passage. In `dense` and
@@ -7,6 +7,11 @@ Thresholds (documented rule):
   lacking a dense rank. In `sparse` mode there is no cosine and the threshold does not apply.
 - `relative_threshold` keeps hits whose primary score (cosine; BM25 score in `sparse` mode) is at
   least that fraction of the best hit's.
+
+Order of work: filters inside Qdrant -> fused candidates -> absolute threshold -> optional
+cross-encoder rerank (rag_api.rerank) -> optional MMR (rag_api.diversity) -> relative threshold
+-> top_k. Each passage keeps its fused `score` and each side's score and rank; a reranked one
+also carries `rerank_score`, which then decides the order.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from typing import Any
 
 from rag_api.collection import Collection
 from rag_api.config import Mode
+from rag_api.diversity import candidate_pool, diversify
+from rag_api.rerank import active_reranker, rerank
 from rag_api.store import Hit, SearchSpec, Selector, extract_source, extract_text
 
 
@@ -31,6 +38,8 @@ class SearchRequest:
     source_prefix: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     relative_threshold: float | None = None
+    rerank: bool | None = None
+    diversity: float | None = None
 
     def selector(self) -> Selector:
         return Selector(
@@ -53,6 +62,8 @@ class Passage:
     dense_rank: int | None = None
     sparse_score: float | None = None
     sparse_rank: int | None = None
+    rerank_score: float | None = None
+    vector: list[float] | None = field(default=None, repr=False, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -65,6 +76,7 @@ class Passage:
             "dense_rank": self.dense_rank,
             "sparse_score": _round(self.sparse_score),
             "sparse_rank": self.sparse_rank,
+            "rerank_score": _round(self.rerank_score),
         }
 
 
@@ -84,6 +96,8 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
     relative = (
         cfg.relative_threshold if request.relative_threshold is None else request.relative_threshold
     )
+    diversity = cfg.diversity if request.diversity is None else request.diversity
+    reranker = active_reranker(collection.name, collection.cfg.rerank, request.rerank)
     mode: Mode = request.mode or cfg.mode
     timings: dict[str, float] = {}
     selector = request.selector()
@@ -101,21 +115,32 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
         if dense is None:
             return SearchOutcome([], mode, timings)  # nothing but stop words
         sparse, mode = None, "dense"
+    pool = max(top_k, reranker.candidates if reranker else 0)
+    if diversity > 0:
+        pool = max(pool, candidate_pool(top_k, max(cfg.candidates, pool)))
     spec = SearchSpec(
-        limit=top_k,
+        limit=pool,
         dense=dense,
         sparse=sparse,
         selector=selector,
-        candidates=max(cfg.candidates, top_k),
+        candidates=max(cfg.candidates, pool),
+        fusion=cfg.fusion,
         rrf_k=cfg.rrf_k,
+        with_dense=diversity > 0,
     )
     started = time.perf_counter()
     with collection.lock.read():
         hits = collection.store.search(info.physical, spec, info)
     timings["search"] = _ms(started)
-    passages = [_passage(hit, mode) for hit in hits]
+    passages = [_passage(hit) for hit in hits]
     if mode != "sparse":
         passages = [p for p in passages if p.dense_score is not None and p.dense_score >= threshold]
+    if reranker is not None:
+        started = time.perf_counter()
+        passages = rerank(reranker, request.query, passages)
+        timings["rerank"] = _ms(started)
+    if diversity > 0:
+        passages = diversify(passages, diversity, top_k)
     if relative > 0 and passages:
         best = max(_primary(p, mode) for p in passages)
         passages = [p for p in passages if _primary(p, mode) >= relative * best]
@@ -128,7 +153,7 @@ def _primary(passage: Passage, mode: Mode) -> float:
     return passage.dense_score or 0.0
 
 
-def _passage(hit: Hit, mode: Mode) -> Passage:
+def _passage(hit: Hit) -> Passage:
     payload = hit.payload
     metadata = payload.get("metadata")
     return Passage(
@@ -143,6 +168,7 @@ def _passage(hit: Hit, mode: Mode) -> Passage:
         dense_rank=hit.dense_rank,
         sparse_score=hit.sparse_score,
         sparse_rank=hit.sparse_rank,
+        vector=hit.dense,
     )
 
 

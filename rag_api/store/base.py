@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from rag_api.store.types import (
@@ -143,6 +143,22 @@ class Store(ABC):
     def search(self, physical: str, spec: SearchSpec, info: CollectionInfo) -> list[Hit]:
         """Dense, sparse or hybrid (RRF inside the engine) search, hits annotated per side."""
 
+    @abstractmethod
+    def payload_indexes(self, physical: str) -> dict[str, str]:
+        """The indexed payload fields and their kinds (keyword, integer, float, bool)."""
+
+    @abstractmethod
+    def create_payload_index(self, physical: str, field: str, kind: str) -> None:
+        """Index a payload field (a dotted path such as metadata.categoria) for filtering."""
+
+    def ensure_payload_indexes(self, physical: str, fields: Mapping[str, str]) -> list[str]:
+        """Create the missing indexes among `fields` (path -> kind); returns the fields created."""
+        existing = self.payload_indexes(physical)
+        missing = [f for f, kind in fields.items() if existing.get(f) != kind]
+        for field in missing:
+            self.create_payload_index(physical, field, fields[field])
+        return missing
+
     def optimize(self, physical: str) -> None:
         """Build indexes after a bulk load (a no-op where the engine does it itself)."""
         return None
@@ -186,7 +202,9 @@ def annotate(
     """Fill each hit's dense/sparse score and 1-based rank from the per-side candidate lists.
 
     A hit outside the dense candidates still gets its exact dense score from its stored vector,
-    so the cosine threshold can judge every hit on the same scale.
+    so the cosine threshold can judge every hit on the same scale. Equal fused scores (frequent
+    with RRF: ranks 1+5 tie with 5+1) are ordered by dense score, not by engine accident, so both
+    engines return the same order.
     """
     dense_at = {pid: (rank, score) for rank, (pid, score) in enumerate(dense or [], 1)}
     sparse_at = {pid: (rank, score) for rank, (pid, score) in enumerate(sparse or [], 1)}
@@ -197,6 +215,7 @@ def annotate(
             hit.dense_score = cosine(query_dense, hit.dense)
         if hit.id in sparse_at:
             hit.sparse_rank, hit.sparse_score = sparse_at[hit.id]
+    fused.sort(key=lambda h: (-h.score, -(h.dense_score if h.dense_score is not None else -2.0)))
     return fused
 
 

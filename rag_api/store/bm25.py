@@ -9,8 +9,10 @@ import qdrant_edge as qe
 from rag_api.store.types import SparseVec
 
 LANGUAGES = {"en": "english", "es": "spanish", "it": "italian"}
-# BM25 normalises a document's length against the mean: 512-character chunks hold 41-51 distinct
-# terms after stop words (SciFact abstracts, an Italian manual), ~65 tokens with repeats.
+# BM25 normalises a document's length against avg_len. Chunks cut at 512 characters really hold
+# 32-39 tokens after stop words (SciFact, XQuAD-es, SQuAD-it; 0.09-0.10 per character, tails are
+# short), but this larger avg_len (66.5, a softer length normalisation) ranks better on all three:
+# sparse nDCG@10 0.6638 / 0.9600 / 0.8246 against 0.6599 / 0.9573 / 0.8196 at the true mean.
 AVG_TOKENS_PER_CHAR = 0.13
 
 

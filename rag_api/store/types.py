@@ -92,6 +92,7 @@ class SearchSpec:
     sparse: SparseVec | None = None
     selector: Selector = Selector()
     candidates: int = 50
+    fusion: str = "rrf"  # rrf | dbsf
     rrf_k: int = 60
     with_dense: bool = False
 

@@ -1,0 +1,146 @@
+"""Hybrid fusion inside the store, on both engines: RRF on hand-computed ranks, weights, ties, and
+the per-side annotations (score and 1-based rank; exact cosine for hits only BM25 found)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import pytest
+
+from rag_api.hub import Hub
+from rag_api.settings import Settings
+from rag_api.store import CollectionInfo, PointData, SearchSpec, SparseVec, Store, point_id
+from tests.conftest import hash_collection, write_config
+
+TERM = 7  # one BM25 term shared by every point: IDF is equal, so the sparse order is by weight
+QUERY_DENSE = [1.0, 0.0]
+QUERY_SPARSE = SparseVec([TERM], [1.0])
+
+
+def unit(angle: float) -> list[float]:
+    return [math.cos(angle), math.sin(angle)]
+
+
+def load(
+    hub: Hub, ranks: dict[str, tuple[int, int]], name: str = "fusion"
+) -> tuple[Store, CollectionInfo]:
+    """Points whose dense rank (by angle to QUERY_DENSE) and sparse rank (by term weight) are
+    exactly `ranks[name] = (dense_rank, sparse_rank)`."""
+    store = hub.store
+    info = store.ensure(name, dim=2)
+    points = [
+        PointData(
+            point_id(name, label, 0),
+            unit(0.1 * dense_rank),
+            {"source": label, "chunk_index": 0, "text": label},
+            SparseVec([TERM], [10.0 - sparse_rank]),
+        )
+        for label, (dense_rank, sparse_rank) in ranks.items()
+    ]
+    store.upsert(info.physical, points)
+    return store, store.info(name)
+
+
+def rrf(ranks: tuple[int, int], k: int = 60, weights: tuple[float, float] = (1.0, 1.0)) -> float:
+    """The RRF paper's score with ranks from 1; a weight divides the rank (Qdrant's form)."""
+    return sum(1 / (k + rank / w) for rank, w in zip(ranks, weights, strict=True))
+
+
+@pytest.fixture
+def hub(engine: str, make_settings: Callable[..., Settings], open_hub, tmp_path) -> Hub:
+    config = write_config(tmp_path / "collections.yaml", {"kb": hash_collection()})
+    return open_hub(make_settings(config, engine))
+
+
+# (dense rank, sparse rank) per point: the fused order B, A, D, C, E is neither side's order.
+RANKS = {"A": (1, 5), "B": (2, 1), "C": (3, 4), "D": (4, 2), "E": (5, 3)}
+
+
+def test_rrf_order_and_scores_match_the_paper_formula(hub: Hub) -> None:
+    store, info = load(hub, RANKS)
+    spec = SearchSpec(limit=5, dense=QUERY_DENSE, sparse=QUERY_SPARSE, rrf_k=60)
+    hits = store.search(info.physical, spec, info)
+    expected = sorted(RANKS, key=lambda label: -rrf(RANKS[label]))
+    assert expected == ["B", "A", "D", "C", "E"]
+    assert [h.payload["source"] for h in hits] == expected
+    for hit in hits:
+        dense_rank, sparse_rank = RANKS[hit.payload["source"]]
+        assert hit.score == pytest.approx(rrf((dense_rank, sparse_rank)), rel=1e-5)
+        assert (hit.dense_rank, hit.sparse_rank) == (dense_rank, sparse_rank)
+        assert hit.dense_score == pytest.approx(math.cos(0.1 * dense_rank), abs=1e-5)
+        assert hit.sparse_score is not None and hit.sparse_score > 0
+
+
+def test_rrf_k_changes_the_fusion(hub: Hub) -> None:
+    # with a small k the top of each list dominates: A (dense #1) overtakes D and B keeps first
+    store, info = load(hub, RANKS)
+    spec = SearchSpec(limit=5, dense=QUERY_DENSE, sparse=QUERY_SPARSE, rrf_k=1)
+    hits = store.search(info.physical, spec, info)
+    expected = sorted(RANKS, key=lambda label: -rrf(RANKS[label], k=1))
+    assert [h.payload["source"] for h in hits] == expected
+    assert [h.score for h in hits] == pytest.approx([rrf(RANKS[x], k=1) for x in expected])
+
+
+def dbsf_normalised(scores: list[float]) -> list[float]:
+    """Distribution-based score fusion's scaling: mean +- 3 sample standard deviations -> 0..1."""
+    mean = sum(scores) / len(scores)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in scores) / (len(scores) - 1))
+    return [(x - mean + 3 * sd) / (6 * sd) for x in scores]
+
+
+def test_dbsf_sums_each_sides_scaled_scores(hub: Hub) -> None:
+    store, info = load(hub, RANKS)
+    spec = SearchSpec(limit=5, dense=QUERY_DENSE, sparse=QUERY_SPARSE, fusion="dbsf")
+    hits = store.search(info.physical, spec, info)
+    assert len(hits) == 5
+    dense = dict(zip(RANKS, dbsf_normalised([_side(hits, x, "dense") for x in RANKS]), strict=True))
+    sparse = dict(
+        zip(RANKS, dbsf_normalised([_side(hits, x, "sparse") for x in RANKS]), strict=True)
+    )
+    expected = {label: dense[label] + sparse[label] for label in RANKS}
+    assert [h.payload["source"] for h in hits] == sorted(expected, key=lambda x: -expected[x])
+    for hit in hits:
+        assert hit.score == pytest.approx(expected[hit.payload["source"]], rel=1e-4)
+
+
+def _side(hits: list, label: str, side: str) -> float:
+    return next(getattr(h, f"{side}_score") for h in hits if h.payload["source"] == label)
+
+
+def test_equal_fused_scores_are_ordered_by_dense_score(hub: Hub) -> None:
+    # P and Q tie exactly (1/61 + 1/62 each); P is closer to the query vector, so it comes first
+    store, info = load(hub, {"Q": (2, 1), "P": (1, 2), "R": (3, 3)})
+    spec = SearchSpec(limit=3, dense=QUERY_DENSE, sparse=QUERY_SPARSE)
+    hits = store.search(info.physical, spec, info)
+    assert hits[0].score == hits[1].score
+    assert [h.payload["source"] for h in hits] == ["P", "Q", "R"]
+
+
+def test_a_hit_only_bm25_found_gets_its_exact_cosine(hub: Hub) -> None:
+    # two candidates per side: E is sparse #1 but dense #5, outside the dense candidates
+    ranks = {"A": (1, 5), "B": (2, 4), "C": (3, 3), "D": (4, 2), "E": (5, 1)}
+    store, info = load(hub, ranks)
+    spec = SearchSpec(limit=5, dense=QUERY_DENSE, sparse=QUERY_SPARSE, candidates=2)
+    hits = {h.payload["source"]: h for h in store.search(info.physical, spec, info)}
+    assert set(hits) == {"A", "B", "D", "E"}
+    assert hits["E"].dense_rank is None and hits["E"].sparse_rank == 1
+    assert hits["E"].dense_score == pytest.approx(math.cos(0.5), abs=1e-5)
+    assert hits["A"].sparse_rank is None and hits["A"].sparse_score is None
+    assert hits["A"].dense_rank == 1
+
+
+@pytest.mark.parametrize("side", ["dense", "sparse"])
+def test_a_one_sided_search_ranks_by_that_side(hub: Hub, side: str) -> None:
+    store, info = load(hub, RANKS)
+    spec = (
+        SearchSpec(limit=5, dense=QUERY_DENSE)
+        if side == "dense"
+        else SearchSpec(limit=5, sparse=QUERY_SPARSE)
+    )
+    hits = store.search(info.physical, spec, info)
+    position = 0 if side == "dense" else 1
+    expected = sorted(RANKS, key=lambda label: RANKS[label][position])
+    assert [h.payload["source"] for h in hits] == expected
+    assert [getattr(h, f"{side}_rank") for h in hits] == [1, 2, 3, 4, 5]
+    assert [getattr(h, f"{side}_score") for h in hits] == [h.score for h in hits]
