@@ -24,7 +24,8 @@ from rag_api.settings import Settings
 pytest_plugins = ["tests.fakes.fixtures"]
 
 REPO = Path(__file__).resolve().parents[1]
-ENGINES = ["edge", "memory", pytest.param("server", marks=pytest.mark.qdrant_server)]
+LOCAL_ENGINES = ["edge", "memory"]  # the two that always run here
+ENGINES = [*LOCAL_ENGINES, pytest.param("server", marks=pytest.mark.qdrant_server)]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
