@@ -63,22 +63,45 @@ def write_config(path: Path, collections: dict[str, dict[str, Any]], **top: Any)
     return path
 
 
-@pytest.fixture(scope="session")
-def qdrant_server_url() -> Iterator[str]:
-    """A real Qdrant server: RAG_TEST_QDRANT_URL, else the qdrant/qdrant image via testcontainers
-    when a Docker engine answers, else the test is skipped with the reason."""
-    url = os.environ.get("RAG_TEST_QDRANT_URL")
-    if url:
-        yield url
-        return
+def _no_qdrant_server() -> str | None:
+    """Why no real Qdrant server can be had (None when RAG_TEST_QDRANT_URL or Docker gives one)."""
+    if os.environ.get("RAG_TEST_QDRANT_URL"):
+        return None
     try:
         import docker
 
         docker.from_env().ping()
     except Exception as exc:
-        pytest.skip(
-            f"no Qdrant server: RAG_TEST_QDRANT_URL unset and no Docker engine ({type(exc).__name__})"
-        )
+        return f"RAG_TEST_QDRANT_URL is unset and no Docker engine answers ({type(exc).__name__})"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without a Qdrant server, deselect the qdrant_server tests and say why once."""
+    server_tests = [item for item in items if item.get_closest_marker("qdrant_server")]
+    reason = _no_qdrant_server() if server_tests else None
+    if reason:
+        items[:] = [item for item in items if item not in server_tests]
+        config.hook.pytest_deselected(items=server_tests)
+        config.stash[_SERVER_NOTE] = f"{len(server_tests)} qdrant_server tests deselected: {reason}"
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    note = config.stash.get(_SERVER_NOTE, None)
+    if note:
+        terminalreporter.write_line(note)
+
+
+_SERVER_NOTE = pytest.StashKey[str]()
+
+
+@pytest.fixture(scope="session")
+def qdrant_server_url() -> Iterator[str]:
+    """A real Qdrant server: RAG_TEST_QDRANT_URL, else the qdrant/qdrant image via testcontainers."""
+    url = os.environ.get("RAG_TEST_QDRANT_URL")
+    if url:
+        yield url
+        return
     from testcontainers.qdrant import QdrantContainer
 
     with QdrantContainer() as container:
