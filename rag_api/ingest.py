@@ -18,9 +18,9 @@ from rag_api.sequence import SEQ_FIELD
 from rag_api.store import PointData, Record, Selector, point_id
 
 log = logging.getLogger("rag_api.ingest")
-EMBED_BATCH_CHUNKS = (
-    512  # chunks embedded per call during a bulk index: large enough to sort by length
-)
+# chunks embedded per call in a bulk index: the model sorts a call's texts by length to pad less,
+# so fewer, larger calls come closer to encoding everything at once
+EMBED_BATCH_CHUNKS = 2048
 REUSE_FIELDS = ["embedder", "content_hash"]
 
 
