@@ -30,7 +30,7 @@ def _settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-def require_reader(request: Request) -> None:
+async def require_reader(request: Request) -> None:
     """Reads: open unless a key is set; then RAG_API_KEY or RAG_ADMIN_API_KEY."""
     settings = _settings(request)
     keys = (settings.api_key, settings.admin_api_key)
@@ -38,7 +38,7 @@ def require_reader(request: Request) -> None:
         raise Unauthorized("missing or invalid bearer token (Authorization: Bearer <key>)")
 
 
-def require_admin(request: Request) -> None:
+async def require_admin(request: Request) -> None:
     """Writes: open unless RAG_ADMIN_API_KEY is set; then only that key."""
     key = _settings(request).admin_api_key
     if key and not _matches(bearer_token(request), key):

@@ -35,6 +35,10 @@ class Settings(BaseSettings):
     admin_api_key: str | None = None
     max_body_bytes: int = 1024 * 1024
     log_level: str = "info"
+    # CPU threads of in-process sentence-transformers models: for batches (indexing; unset =
+    # torch's default, one per core) and for one query (see SentenceTransformerEmbedder)
+    torch_threads: int | None = Field(default=None, ge=1)
+    query_threads: int = Field(default=1, ge=1)
     # the folder indexer (rag-hub watch, serve --watch) and rag-hub index
     max_file_bytes: int = Field(default=DEFAULT_MAX_BYTES, gt=0)  # larger kb files are skipped
     watch_debounce_s: float = Field(default=1.0, ge=0)  # a file is indexed once quiet this long

@@ -11,7 +11,8 @@ over HTTP with no writer.
     RAG_EVAL_DATA=/work/shared/eval-data HF_HUB_OFFLINE=1 python scripts/bench_voice.py
 
 The populated store is kept in --data-dir (default .bench/voice) and reused by the next run.
-The server runs twice: with torch's default threads, then with OMP_NUM_THREADS=1.
+The server runs twice: with the default RAG_QUERY_THREADS=1 (one CPU thread per query embedding),
+then with RAG_QUERY_THREADS=2.
 """
 
 from __future__ import annotations
@@ -40,7 +41,10 @@ from scripts.evallib import default_data_dir, latency_summary, load_dataset  # n
 
 BUDGET_MS = 100.0
 # torch's default (one intra-op thread per core) and one thread per request
-SERVERS = {"torch default threads": {}, "OMP_NUM_THREADS=1": {"OMP_NUM_THREADS": "1"}}
+SERVERS = {
+    "RAG_QUERY_THREADS=1": {"RAG_QUERY_THREADS": "1"},
+    "RAG_QUERY_THREADS=2": {"RAG_QUERY_THREADS": "2"},
+}
 
 
 def settings_for(data_dir: Path) -> Settings:

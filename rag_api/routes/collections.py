@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends
 
+from rag_api.auth import require_reader
 from rag_api.hub import Hub
 from rag_api.routes.deps import get_hub
 
-router = APIRouter(tags=["collections"])
+router = APIRouter(tags=["collections"], dependencies=[Depends(require_reader)])
 
 
 def describe(hub: Hub, name: str) -> dict:

@@ -8,7 +8,7 @@ from rag_api.errors import NotReady
 from rag_api.hub import Hub
 
 
-def get_hub(request: Request) -> Hub:
+async def get_hub(request: Request) -> Hub:
     hub = getattr(request.app.state, "hub", None)
     if hub is None:
         raise NotReady("the hub is starting: store and models are not open yet")

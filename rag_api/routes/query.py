@@ -6,11 +6,12 @@ from typing import Any
 
 from fastapi import APIRouter, Depends
 
+from rag_api.auth import require_reader
 from rag_api.hub import Hub
 from rag_api.query import QueryBody, run_query
 from rag_api.routes.deps import get_hub
 
-router = APIRouter(tags=["query"])
+router = APIRouter(tags=["query"], dependencies=[Depends(require_reader)])
 
 
 @router.post("/query/{collection}")

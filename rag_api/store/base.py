@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from rag_api.store.types import (
     CollectionInfo,
+    Condition,
     Hit,
     Layout,
     PointData,
@@ -186,6 +187,26 @@ class Store(ABC):
     def sources(self, physical: str, selector: Selector = Selector()) -> dict[str, int]:
         """Chunk count per source."""
         return self.facet(physical, "source", selector)
+
+
+def filter_clauses(
+    selector: Selector, translate: Callable[[Condition], Any]
+) -> tuple[list[Any], list[Any]] | None:
+    """A selector's (must, must_not) in an engine's own condition types; None = no filter."""
+    if selector.is_everything:
+        return None
+    must: list[Any] = []
+    must_not: list[Any] = []
+    for clause in selector.conditions():
+        (must_not if clause.negated else must).append(translate(clause))
+    return must, must_not
+
+
+def hnsw_ef(limit: int) -> int:
+    """The HNSW beam for a dense search returning `limit` points. Measured on SciFact (20k MiniLM
+    chunks) against exact search: the 50 dense candidates of a hybrid search have recall 0.988 at
+    ef 128 and 0.9975 at 256 (+0.17 ms); a dense top-5 has recall 1.0 at ef 128 (0.30 ms vs 0.48)."""
+    return 128 if limit <= 10 else 256
 
 
 def rrf_engine_k(k: int) -> int:

@@ -20,7 +20,9 @@ from rag_api.store.base import (
     PAYLOAD_INDEXES,
     Store,
     annotate,
+    filter_clauses,
     hit_from,
+    hnsw_ef,
     id_scores,
     rank_single_side,
     record_from,
@@ -30,6 +32,7 @@ from rag_api.store.types import (
     DENSE,
     SPARSE,
     CollectionInfo,
+    Condition,
     Hit,
     Layout,
     PointData,
@@ -39,11 +42,8 @@ from rag_api.store.types import (
 )
 
 # Below this many points a search scans exactly (always right, still sub-millisecond); above it
-# the HNSW graph built by optimize() answers, with a generous ef for recall. Measured on SciFact
-# (20k MiniLM chunks): the 50 dense candidates of a hybrid search came back with recall 0.988 at
-# ef 128 (hybrid nDCG@10 -0.003) and 0.9975 at ef 256, for +0.17 ms (0.81 ms; exact: 1.74 ms).
+# the HNSW graph built by optimize() answers, with the beam of hnsw_ef() (exact at 20k: 1.74 ms).
 EXACT_BELOW = 20_000
-HNSW_EF = 256
 _SCHEMA = {
     "keyword": qe.PayloadSchemaType.Keyword,
     "integer": qe.PayloadSchemaType.Integer,
@@ -204,7 +204,6 @@ class EdgeStore(Store):
             return []
         shard = self._shard(physical)
         flt = _filter(spec.selector)
-        params = _search_params(info.points)
         dense_q = qe.Query.Nearest(list(spec.dense), using=info.dense_name) if spec.dense else None
         sparse_q = (
             qe.Query.Nearest(
@@ -219,7 +218,7 @@ class EdgeStore(Store):
             fused = qe.QueryRequest(
                 limit=spec.limit,
                 prefetches=[
-                    qe.Prefetch(limit=side, query=dense_q, filter=flt, params=params),
+                    qe.Prefetch(limit=side, query=dense_q, filter=flt, params=_params(info, side)),
                     qe.Prefetch(limit=side, query=sparse_q, filter=flt),
                 ],
                 query=_fusion(spec),
@@ -231,7 +230,11 @@ class EdgeStore(Store):
                 [
                     fused,
                     qe.QueryRequest(
-                        limit=side, query=dense_q, filter=flt, params=params, with_payload=False
+                        limit=side,
+                        query=dense_q,
+                        filter=flt,
+                        params=_params(info, side),
+                        with_payload=False,
                     ),
                     qe.QueryRequest(limit=side, query=sparse_q, filter=flt, with_payload=False),
                 ]
@@ -246,7 +249,7 @@ class EdgeStore(Store):
             limit=spec.limit,
             query=query,
             filter=flt,
-            params=params if dense_q is not None else None,
+            params=_params(info, spec.limit) if dense_q is not None else None,
             with_payload=True,
             with_vector=with_vector,
         )
@@ -334,41 +337,23 @@ def _vectors(point: PointData) -> dict[str, Any]:
 
 
 def _filter(selector: Selector) -> qe.Filter | None:
-    if selector.is_everything:
-        return None
-    must: list[Any] = []
-    if selector.sources is not None:
-        must.append(qe.FieldCondition(key="source", match=qe.MatchAny(list(selector.sources))))
-    if selector.source_prefix:
-        must.append(qe.FieldCondition(key="source", match=qe.MatchPrefix(selector.source_prefix)))
-    for key, value in selector.metadata.items():
-        must.append(_equals(f"metadata.{key}", value))
-    if selector.origin is not None:
-        must.append(qe.FieldCondition(key="origin", match=qe.MatchValue(selector.origin)))
-    if selector.file is not None:
-        must.append(qe.FieldCondition(key="file", match=qe.MatchValue(selector.file)))
-    if selector.persist is not None:
-        must.append(qe.FieldCondition(key="persist", match=_match(selector.persist)))
-    if selector.chunk_index_from is not None:
-        must.append(
-            qe.FieldCondition(key="chunk_index", range=qe.RangeFloat(gte=selector.chunk_index_from))
-        )
-    if selector.ids is not None:
-        must.append(qe.HasIdCondition(set(selector.ids)))
-    if selector.seq is not None:
-        must.append(qe.FieldCondition(key="seq", match=qe.MatchValue(selector.seq)))
-    must_not: list[Any] = []
-    if selector.has_sparse is not None:
-        (must if selector.has_sparse else must_not).append(qe.HasVectorCondition(SPARSE))
-    return qe.Filter(must=must, must_not=must_not or None)
+    clauses = filter_clauses(selector, _condition)
+    return qe.Filter(must=clauses[0], must_not=clauses[1] or None) if clauses else None
 
 
-def _equals(key: str, value: Any) -> Any:
-    if isinstance(value, float) and not value.is_integer():
-        return qe.FieldCondition(key=key, range=qe.RangeFloat(gte=value, lte=value))
-    if isinstance(value, float):
-        value = int(value)
-    return qe.FieldCondition(key=key, match=_match(value))
+def _condition(clause: Condition) -> Any:
+    key, value = clause.key, clause.value
+    if clause.kind == "any":
+        return qe.FieldCondition(key=key, match=qe.MatchAny(value))
+    if clause.kind == "prefix":
+        return qe.FieldCondition(key=key, match=qe.MatchPrefix(value))
+    if clause.kind == "equals":
+        return qe.FieldCondition(key=key, match=_match(value))
+    if clause.kind == "range":
+        return qe.FieldCondition(key=key, range=qe.RangeFloat(gte=clause.gte, lte=clause.lte))
+    if clause.kind == "ids":
+        return qe.HasIdCondition(set(value))
+    return qe.HasVectorCondition(key)
 
 
 def _match(value: str | int | bool) -> qe.MatchValue:
@@ -377,8 +362,10 @@ def _match(value: str | int | bool) -> qe.MatchValue:
     return qe.MatchValue(np.bool_(value) if isinstance(value, bool) else value)
 
 
-def _search_params(points: int) -> qe.SearchParams:
-    return qe.SearchParams(exact=True) if points < EXACT_BELOW else qe.SearchParams(hnsw_ef=HNSW_EF)
+def _params(info: CollectionInfo, limit: int) -> qe.SearchParams:
+    if info.points < EXACT_BELOW:
+        return qe.SearchParams(exact=True)
+    return qe.SearchParams(hnsw_ef=hnsw_ef(limit))
 
 
 def _fusion(spec: SearchSpec) -> Any:

@@ -51,6 +51,18 @@ class Hit:
 
 
 @dataclass(frozen=True, slots=True)
+class Condition:
+    """One engine-neutral filter clause; each engine translates these few kinds into its own."""
+
+    kind: str  # any | prefix | equals | range | ids | has_vector
+    key: str = ""
+    value: Any = None
+    gte: float | None = None
+    lte: float | None = None
+    negated: bool = False  # goes under must_not
+
+
+@dataclass(frozen=True, slots=True)
 class Selector:
     """Which points an operation applies to; every condition must hold (None = no condition).
 
@@ -76,11 +88,37 @@ class Selector:
     def is_everything(self) -> bool:
         return self == Selector()
 
+    def conditions(self) -> list[Condition]:
+        """The clauses both engines build their filter from (all must hold)."""
+        clauses: list[Condition] = []
+        if self.sources is not None:
+            clauses.append(Condition("any", "source", list(self.sources)))
+        if self.source_prefix:
+            clauses.append(Condition("prefix", "source", self.source_prefix))
+        clauses += [_equality(f"metadata.{key}", value) for key, value in self.metadata.items()]
+        for key in ("origin", "file", "persist", "seq"):
+            if (value := getattr(self, key)) is not None:
+                clauses.append(Condition("equals", key, value))
+        if self.chunk_index_from is not None:
+            clauses.append(Condition("range", "chunk_index", gte=self.chunk_index_from))
+        if self.ids is not None:
+            clauses.append(Condition("ids", value=list(self.ids)))
+        if self.has_sparse is not None:
+            clauses.append(Condition("has_vector", SPARSE, negated=not self.has_sparse))
+        return clauses
+
     def narrowed(self, **changes: Any) -> Selector:
         """A copy with more conditions."""
         from dataclasses import replace
 
         return replace(self, **changes)
+
+
+def _equality(key: str, value: Scalar) -> Condition:
+    """A stored 3 matches 3.0; a fractional float can only be matched as a one-point range."""
+    if isinstance(value, float) and not value.is_integer():
+        return Condition("range", key, gte=value, lte=value)
+    return Condition("equals", key, int(value) if isinstance(value, float) else value)
 
 
 @dataclass(frozen=True, slots=True)
