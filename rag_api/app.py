@@ -11,6 +11,7 @@ from fastapi import FastAPI
 
 from rag_api.api_errors import install_error_handlers
 from rag_api.hub import Hub
+from rag_api.json_body import JsonBodies
 from rag_api.kbadmin.writes import drop_temporary
 from rag_api.limits import BodyLimit
 from rag_api.routes import admin, collections, health, indexer, openai, ops, query
@@ -59,6 +60,7 @@ def create_app(
     app.state.hub = None
     app.state.watcher = None
     install_error_handlers(app)
+    app.add_middleware(JsonBodies)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     for router in (
         health.router,

@@ -60,6 +60,13 @@ def test_query_end_to_end_with_the_bundled_model(
         }
         assert set(body["sources"][0]) >= {"source", "chunk_index", "score", "text", "metadata"}
         assert body["usage"] == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        # the README's `curl -d '{...}'`: curl labels the JSON body a form
+        as_curl = client.post(
+            "/query/docs",
+            content=b'{"query": "How many days do I have to ask for a refund?"}',
+            headers={"content-type": "application/x-www-form-urlencoded"},
+        )
+        assert as_curl.json()["sources"][0]["source"] == "product-faq.md"
         for item in QUESTIONS["docs"]:
             found = client.post(
                 "/query/docs", json={"query": item["question"], "generate": False}
@@ -138,6 +145,8 @@ def test_every_error_has_the_one_shape(small: LiveServer) -> None:
             "/query/docs", content=b"{not json", headers={"content-type": "application/json"}
         )
         assert "invalid JSON" in assert_error_shape(broken, 422, "INVALID_REQUEST")["message"]
+        form = client.post("/query/docs", data={"query": "refund"})  # a real form: not accepted
+        assert "invalid JSON" in assert_error_shape(form, 422, "INVALID_REQUEST")["message"]
         huge = b'{"query": "' + b"x" * (1024 * 1024) + b'"}'
         assert_error_shape(client.post("/query/docs", content=huge), 413, "PAYLOAD_TOO_LARGE")
         chunked = client.post("/query/docs", content=iter([huge[:600_000], huge[600_000:]]))
