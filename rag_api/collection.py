@@ -69,6 +69,7 @@ class Collection:
             raise DimensionMismatch(self._dimension_message(info))
         if info is not None:
             self.ensure_indexes(info)
+            self._same_embedder(info, "queries")  # another model's vectors: meaningless scores
         return info
 
     def writable(self) -> CollectionInfo:
@@ -83,13 +84,17 @@ class Collection:
         if info.dim != self.cfg.embedder.dim:
             raise DimensionMismatch(self._dimension_message(info))
         self.ensure_indexes(info)
+        self._same_embedder(info, "writes")
+        return info
+
+    def _same_embedder(self, info: CollectionInfo, refused: str) -> None:
         stored = self.stored_embedder(info)
         if stored is not None and stored != self.embedder_id:
             raise EmbedderMismatch(
                 f"collection '{self.name}' holds vectors of {stored} but collections.yaml configures "
-                f"{self.embedder_id}; writes are refused until you run {self._migrate_hint()}"
+                f"{self.embedder_id}; {refused} are refused until you run {self._migrate_hint()} "
+                "(or, if another process migrated it, restart with its collections.yaml)"
             )
-        return info
 
     def ensure_indexes(self, info: CollectionInfo) -> None:
         """Index the metadata keys collections.yaml lists for filtering (once per process)."""

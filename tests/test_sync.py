@@ -11,6 +11,7 @@ from rag_api.chunking import Chunk
 from rag_api.errors import DimensionMismatch, EmbedderMismatch, EmbedderUnavailable
 from rag_api.hub import Hub
 from rag_api.ingest import replace_source
+from rag_api.retrieval import SearchRequest, search
 from rag_api.store import Selector
 from rag_api.sync import stored_files, sync_collection
 from tests.conftest import hash_collection, write_config
@@ -158,6 +159,9 @@ def test_dimension_mismatch_refuses_writes(
         EmbedderMismatch, match="holds vectors of hash:hash-test .* configures hash:another-hash"
     ):
         sync_collection(hub.collection("docs"))
+    # same dimension, another model: its query vectors would score meaninglessly, so no search
+    with pytest.raises(EmbedderMismatch, match="queries are refused until you run"):
+        search(hub.collection("docs"), SearchRequest(query="refund"))
 
 
 def test_embedder_outage_writes_nothing(
