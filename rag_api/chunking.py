@@ -14,7 +14,8 @@ from rag_api.config import ChunkingConfig
 
 # Raising this re-indexes every file: chunk boundaries are part of what a stored chunk is.
 # 2: plain text is cut at paragraphs first (an edit used to shift every later chunk boundary).
-CHUNKER_VERSION = 2
+# 3: a short lead paragraph (a title line) travels with the next one instead of standing alone.
+CHUNKER_VERSION = 3
 TEXT_SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".text": "text"}
 SUFFIXES = {
     **TEXT_SUFFIXES,
@@ -138,14 +139,16 @@ _BLANK_LINE = re.compile(r"\n\s*\n")
 
 def _paragraph_groups(text: str, size: int) -> list[str]:
     """Consecutive paragraphs packed into groups of at most `size` characters (a longer paragraph
-    alone): boundaries fall between paragraphs, so they shift only near an edit."""
+    alone): boundaries fall between paragraphs, so they shift only near an edit. A short lead (a
+    title line) is never left alone: it travels with the next paragraph, however long."""
     groups: list[str] = []
     group: list[str] = []
     length = 0
+    tiny = min(size // 4, 128)
     for paragraph in (p.strip() for p in _BLANK_LINE.split(text)):
         if not paragraph:
             continue
-        if group and length + 2 + len(paragraph) > size:
+        if group and length + 2 + len(paragraph) > size and length >= tiny:
             groups.append("\n\n".join(group))
             group, length = [], 0
         length += len(paragraph) + (2 if group else 0)

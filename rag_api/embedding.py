@@ -46,11 +46,12 @@ class SentenceTransformerEmbedder(Embedder):
     """In-process sentence-transformers model, from a local path or the bundled MiniLM.
 
     Batches (indexing) use `bulk_threads` CPU threads (None = torch's default, one per core); a
-    single text (a query) uses `query_threads`, 1 by default. Measured through `rag-hub serve` on 2
-    cores (MiniLM, 20k chunks): with 2 threads a query is ~1.2 ms faster back to back, but idle torch
-    threads wake slowly: queries seconds apart see p95 56 ms instead of 19 ms, and 4 concurrent
-    voice callers plus writes (scripts/bench_voice.py) p50 78 ms instead of 62 ms. The count is set on the calling thread each time
-    (torch keeps it per OpenMP thread): a query and a batch running at once each keep their own.
+    single text (a query) uses `query_threads`, 1 by default. Measured through `rag-hub serve` on
+    2 cores (MiniLM, 20k chunks): with 2 threads a query is ~1.2 ms faster back to back, but idle
+    torch threads wake slowly: queries seconds apart see p95 56 ms instead of 19 ms, and 4
+    concurrent voice callers plus writes (scripts/bench_voice.py) p50 78 ms instead of 62 ms.
+    The count is set on the calling thread each time (torch keeps it per OpenMP thread): a query
+    and a batch running at once in two threads each keep their own.
     """
 
     def __init__(

@@ -38,8 +38,20 @@ def test_an_edit_changes_only_the_chunk_holding_it() -> None:
 
 def test_a_paragraph_longer_than_the_size_is_split_with_overlap() -> None:
     long = " ".join(f"Sentence {n} is in the long paragraph." for n in range(20))
-    chunks = split_text(f"Short intro.\n\n{long}\n\nShort outro.", CHUNKING)
-    assert chunks[0] == "Short intro." and chunks[-1] == "Short outro."
+    intro = "An introduction of a few words, long enough to stand as its own paragraph."
+    chunks = split_text(f"{intro}\n\n{long}\n\nShort outro.", CHUNKING)
+    assert chunks[0] == intro and chunks[-1] == "Short outro."
     middle = chunks[1:-1]
     assert len(middle) > 1 and all(len(chunk) <= CHUNKING.size for chunk in middle)
     assert middle[0].split()[-1] in middle[1] or middle[1].split()[0] in middle[0]
+
+
+def test_a_title_line_travels_with_its_paragraph() -> None:
+    """A short lead (a title) is not a chunk of its own, even before a paragraph too long to join:
+    alone it would match little and its paragraph's chunks would lose it."""
+    long = " ".join(f"Sentence {n} is in the long paragraph." for n in range(20))
+    chunks = split_text(f"Pump maintenance\n\n{long}", CHUNKING)
+    assert chunks[0].startswith("Pump maintenance\n\nSentence 0 ")
+    assert all(len(chunk) <= CHUNKING.size for chunk in chunks)
+    fits = split_text("Pump maintenance\n\nCheck the seal weekly.", CHUNKING)
+    assert fits == ["Pump maintenance\n\nCheck the seal weekly."]
