@@ -19,12 +19,9 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -43,6 +40,7 @@ from rag_api.hub import Hub  # noqa: E402
 from rag_api.settings import Settings  # noqa: E402
 from rag_api.store import PointData, point_id  # noqa: E402
 from scripts.evallib import default_data_dir, latency_summary, load_dataset  # noqa: E402
+from scripts.evallib.server import hub_server  # noqa: E402
 
 PAUSE_S = 0.05
 MODEL = {"provider": "sentence-transformers", "model": "all-MiniLM-L6-v2", "dim": 384}
@@ -116,40 +114,6 @@ class Raw:
         return embedded - started, time.perf_counter() - embedded
 
 
-@contextmanager
-def hub_server(config: Path, data: Path, port: int) -> Iterator[httpx.Client]:
-    """`rag-hub serve` in a subprocess, ready; yields a client of it."""
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(REPO),
-        "RAG_CONFIG": str(config),
-        "RAG_DATA_DIR": str(data),
-        "RAG_LOG_LEVEL": "warning",
-    }
-    server = subprocess.Popen(
-        [sys.executable, "-m", "rag_api", "serve", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    if client.get("/ready").status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise RuntimeError("server did not become ready")
-                time.sleep(0.2)
-            yield client
-    finally:
-        server.terminate()
-        server.wait(30)
-
-
 def timed_post(client: httpx.Client, query: str, mode: str) -> float:
     body = {"query": query, "generate": False, "mode": mode}
     started = time.perf_counter()
@@ -184,7 +148,10 @@ def main() -> None:
         raw_steps = [raw.query(query) for query in queries]
         hub_runs: dict[str, list[float]] = {}
         spaced: dict[str, list[float]] = {"raw": [], "hub": []}
-        with hub_server(config, settings.data_dir, args.port) as client:
+        with (
+            hub_server(config, settings.data_dir, args.port) as url,
+            httpx.Client(base_url=url, timeout=30) as client,
+        ):
             for mode in ("dense", "hybrid"):
                 for query in queries[:20]:
                     timed_post(client, query, mode)

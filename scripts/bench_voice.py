@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -38,6 +37,7 @@ from rag_api.retrieval import SearchRequest, search  # noqa: E402
 from rag_api.settings import Settings  # noqa: E402
 from rag_api.store import Selector  # noqa: E402
 from scripts.evallib import default_data_dir, latency_summary, load_dataset  # noqa: E402
+from scripts.evallib.server import hub_server  # noqa: E402
 
 BUDGET_MS = 100.0
 # torch's default (one intra-op thread per core) and one thread per request
@@ -110,32 +110,6 @@ def in_process(settings: Settings, queries: list[str]) -> dict[str, list[float]]
         return times
     finally:
         hub.close()
-
-
-class Server:
-    """`python -m rag_api serve` on a free loopback port, in a child process."""
-
-    def __init__(self, settings: Settings, port: int, env: dict[str, str]) -> None:
-        self.url = f"http://127.0.0.1:{port}"
-        env = {**os.environ, **env, "PYTHONPATH": str(REPO), "RAG_LOG_LEVEL": "warning"}
-        args = ["--config", str(settings.config), "--data-dir", str(settings.data_dir)]
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "rag_api", *args, "serve", "--port", str(port)], env=env
-        )
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(self.url + "/ready", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        self.stop()
-        raise RuntimeError("the server did not become ready")
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=30)
 
 
 def call_context(http: httpx.Client, query: str, record: dict[str, list[float]]) -> None:
@@ -221,17 +195,12 @@ def main() -> None:
     baseline = in_process(settings, queries[:200])
     results = {}
     for label, env in SERVERS.items():
-        server = Server(settings, args.port, env)
-        try:
-            over_http(server.url, queries, 1, 3, None)  # warm-up
-            idle, _ = over_http(server.url, queries, 1, args.seconds / 2, None)
-            busy, _ = over_http(server.url, queries, args.callers, args.seconds / 2, None)
+        with hub_server(settings.config, settings.data_dir, args.port, env) as url:
+            over_http(url, queries, 1, 3, None)  # warm-up
+            idle, _ = over_http(url, queries, 1, args.seconds / 2, None)
+            busy, _ = over_http(url, queries, args.callers, args.seconds / 2, None)
             writer_docs = corpus[-200:]
-            loaded, upserts = over_http(
-                server.url, queries, args.callers, args.seconds, writer_docs
-            )
-        finally:
-            server.stop()
+            loaded, upserts = over_http(url, queries, args.callers, args.seconds, writer_docs)
         results[label] = (idle, busy, loaded, upserts)
     report(stored, args.callers, baseline, results)
 

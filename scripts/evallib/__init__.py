@@ -1,4 +1,5 @@
-"""Dataset loaders and trec_eval-compatible IR metrics for the retrieval benchmarks."""
+"""Dataset loaders and trec_eval-compatible IR metrics for the retrieval benchmarks
+(and, in evallib.server, a hub server for the benchmarks that measure over HTTP)."""
 
 from scripts.evallib.datasets import (
     DATASETS,

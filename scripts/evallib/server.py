@@ -1,0 +1,51 @@
+"""`rag-hub serve` in a child process on loopback, for the benchmarks that measure over HTTP."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@contextmanager
+def hub_server(
+    config: Path, data_dir: Path, port: int, env: Mapping[str, str] | None = None
+) -> Iterator[str]:
+    """Starts the server with `env` added, waits until /ready answers 200, yields its base URL,
+    and stops it on the way out."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rag_api", "serve", "--port", str(port)],
+        env={
+            **os.environ,
+            **(env or {}),
+            "PYTHONPATH": str(REPO),
+            "RAG_CONFIG": str(config),
+            "RAG_DATA_DIR": str(data_dir),
+            "RAG_LOG_LEVEL": "warning",
+        },
+        stdout=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(url + "/ready", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise RuntimeError("the hub server did not become ready")
+            time.sleep(0.2)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
