@@ -137,6 +137,11 @@ _HEADING = re.compile(r"^#{1,6}\s", re.M)
 _BLANK_LINE = re.compile(r"\n\s*\n")
 
 
+def _tiny(size: int) -> int:
+    """Below this many characters a lead (a heading, a title line) is not a chunk of its own."""
+    return min(size // 4, 128)
+
+
 def _paragraph_groups(text: str, size: int) -> list[str]:
     """Consecutive paragraphs packed into groups of at most `size` characters (a longer paragraph
     alone): boundaries fall between paragraphs, so they shift only near an edit. A short lead (a
@@ -144,7 +149,7 @@ def _paragraph_groups(text: str, size: int) -> list[str]:
     groups: list[str] = []
     group: list[str] = []
     length = 0
-    tiny = min(size // 4, 128)
+    tiny = _tiny(size)
     for paragraph in (p.strip() for p in _BLANK_LINE.split(text)):
         if not paragraph:
             continue
@@ -165,7 +170,7 @@ def _markdown_sections(text: str, size: int) -> list[str]:
     nodes = MarkdownNodeParser().get_nodes_from_documents([Document(text=text)])
     sections = [n.get_content().strip() for n in nodes if n.get_content().strip()]
     # a heading with (almost) no body of its own travels with the next section
-    tiny = min(size // 4, 128)
+    tiny = _tiny(size)
     merged: list[str] = []
     carry = ""
     for section in sections:

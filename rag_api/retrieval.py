@@ -117,7 +117,7 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
         sparse, mode = None, "dense"
     pool = max(top_k, reranker.candidates if reranker else 0)
     if diversity > 0:
-        pool = max(pool, candidate_pool(top_k, max(cfg.candidates, pool)))
+        pool = max(pool, candidate_pool(top_k, cfg.candidates))
     spec = SearchSpec(
         limit=pool,
         dense=dense,

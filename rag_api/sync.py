@@ -30,7 +30,6 @@ class SyncReport:
     files: int = 0
     unchanged: int = 0
     indexed: int = 0
-    removed: int = 0
     stats: WriteStats = field(default_factory=WriteStats)
     errors: dict[str, str] = field(default_factory=dict)
     warnings: dict[str, list[str]] = field(default_factory=dict)
@@ -38,6 +37,11 @@ class SyncReport:
     current: set[str] = field(default_factory=set)  # files whose chunks match the folder now
     gone: set[str] = field(default_factory=set)  # files whose chunks were removed
     seconds: float = 0.0
+
+    @property
+    def removed(self) -> int:
+        """Files whose chunks were removed."""
+        return len(self.gone)
 
     def as_dict(self) -> dict:
         return {
@@ -150,7 +154,6 @@ def remove_files(collection: Collection, rels: Iterable[str], report: SyncReport
     """Delete the chunks of kb files that are gone."""
     for rel in rels:
         deleted = delete_points(collection, Selector(origin="file", file=rel))
-        report.removed += 1
         report.stats.deleted += deleted
         report.gone.add(rel)
         log.info("%s: removed %s (%d chunks): file is gone", collection.name, rel, deleted)

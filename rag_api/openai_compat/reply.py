@@ -43,6 +43,11 @@ class Reply:
         """The whole answer, footer included."""
         for _ in self.pieces():
             pass
+        return self.content
+
+    @property
+    def content(self) -> str:
+        """What `pieces()` has produced so far."""
         return "".join(self._parts)
 
     def footer(self) -> str:
@@ -50,7 +55,7 @@ class Reply:
         passages = self.stream.passages
         if not passages or not self.collection.cfg.citations:
             return ""
-        return citations_footer("".join(self._parts), passages, self.collection.cfg.language)
+        return citations_footer(self.content, passages, self.collection.cfg.language)
 
     @property
     def finish_reason(self) -> str:

@@ -115,11 +115,9 @@ def response_events(reply: Reply, request: ResponsesRequest) -> Iterator[str]:
     yield event("response.in_progress", response=draft.response())
     yield event("response.output_item.added", output_index=0, item=draft.message(None))
     yield event("response.content_part.added", **where, part=output_text(""))
-    parts = []
     for piece in reply.pieces():
-        parts.append(piece)
         yield event("response.output_text.delta", **where, delta=piece, logprobs=[])
-    text = "".join(parts)
+    text = reply.content
     yield event("response.output_text.done", **where, text=text, logprobs=[])
     yield event("response.content_part.done", **where, part=output_text(text))
     yield event("response.output_item.done", output_index=0, item=draft.message(text))
