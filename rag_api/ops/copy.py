@@ -41,17 +41,27 @@ def migrated_payload(payload: dict[str, Any], target: Collection) -> dict[str, A
     return {**payload, "embedder": target.embedder_id, "content_hash": content_hash(text, prefix)}
 
 
+def fingerprints(target: Collection, target_physical: str) -> dict[str, str]:
+    """What the target holds, point id -> payload fingerprint (one read of the whole collection)."""
+    return {r.id: _fingerprint(r.payload) for r in target.store.iter_records(target_physical)}
+
+
 def copy_points(
     source: str,
     target: Collection,
     target_physical: str,
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
+    known: dict[str, str] | None = None,
 ) -> CopyStats:
     """Re-embed into `target_physical` every point of `source` it lacks or holds differently,
-    with ids, payloads and BM25 vectors kept, and delete what `source` no longer has."""
+    with ids, payloads and BM25 vectors kept, and delete what `source` no longer has.
+
+    `known` is the target's `fingerprints()`; passed in, it is kept current here, so a caller
+    making several passes reads the target once (else it is read now)."""
     store = target.store
-    have = {r.id: _fingerprint(r.payload) for r in store.iter_records(target_physical)}
+    have = fingerprints(target, target_physical) if known is None else known
+    seen: set[str] = set()
     total = store.count(source)
     stats = CopyStats()
     batch: list[tuple[str, dict[str, Any]]] = []
@@ -65,25 +75,34 @@ def copy_points(
                 "`rag-hub check --repair` or delete it, then run the migration again"
             )
         stats.examined += 1
-        if have.pop(record.id, None) == _fingerprint(payload):
+        seen.add(record.id)
+        if have.get(record.id) == _fingerprint(payload):
             stats.unchanged += 1
         else:
             batch.append((record.id, payload))
         if len(batch) >= BATCH:
-            stats.embedded += _write(target, target_physical, batch)
+            stats.embedded += _write(target, target_physical, batch, have)
             batch = []
         if progress is not None and (stats.examined % BATCH == 0 or stats.examined == total):
             progress(stats.examined, total)
-    stats.embedded += _write(target, target_physical, batch)
-    if have:
-        store.delete(target_physical, Selector(ids=tuple(have)))
-        stats.deleted = len(have)
+    stats.embedded += _write(target, target_physical, batch, have)
+    stale = [pid for pid in have if pid not in seen]
+    if stale:
+        store.delete(target_physical, Selector(ids=tuple(stale)))
+        stats.deleted = len(stale)
+        for pid in stale:
+            del have[pid]
     if progress is not None:
         progress(stats.examined, max(total, stats.examined))
     return stats
 
 
-def _write(target: Collection, physical: str, batch: list[tuple[str, dict[str, Any]]]) -> int:
+def _write(
+    target: Collection,
+    physical: str,
+    batch: list[tuple[str, dict[str, Any]]],
+    have: dict[str, str],
+) -> int:
     if not batch:
         return 0
     texts = [extract_text(payload) for _, payload in batch]
@@ -94,6 +113,7 @@ def _write(target: Collection, physical: str, batch: list[tuple[str, dict[str, A
         for (pid, payload), vector, sv in zip(batch, vectors, sparse, strict=True)
     ]
     target.store.upsert(physical, points)
+    have.update((pid, _fingerprint(payload)) for pid, payload in batch)
     return len(points)
 
 

@@ -34,7 +34,7 @@ from rag_api.errors import (
     NoPreviousCollection,
 )
 from rag_api.hub import Hub
-from rag_api.ops.copy import CopyStats, copy_points
+from rag_api.ops.copy import CopyStats, copy_points, fingerprints
 from rag_api.ops.verify import top5_overlap
 from rag_api.ops.versions import EmbedderHistory, versions
 from rag_api.store import Layout, physical_name, version_of
@@ -177,9 +177,10 @@ def run_migration(
         target = Collection(name, collection.cfg.model_copy(update={"embedder": new}), None,
                             collection.store, hub.embeddings)  # fmt: skip
         _prepare_target(collection, plan)
-        stats = _copy_pass(collection, target, plan, result, progress, cancel)
+        known = fingerprints(target, plan.target)  # kept current by every pass: read once
+        stats = _copy_pass(collection, target, plan, result, known, progress, cancel)
         while stats.changes and result.passes < MAX_PASSES:
-            stats = _copy_pass(collection, target, plan, result, progress, cancel)
+            stats = _copy_pass(collection, target, plan, result, known, progress, cancel)
         if result.embedded:
             collection.store.optimize(plan.target)  # index what the bulk load wrote
         result.top5_overlap = top5_overlap(collection.store, plan.live, plan.target)
@@ -187,7 +188,7 @@ def run_migration(
             info = collection.info(refresh=True)
             if info is None or info.physical != plan.live:
                 raise MigrationFailed(f"the alias of '{name}' moved during the migration")
-            _copy_pass(collection, target, plan, result, progress, None, "final catch-up")
+            _copy_pass(collection, target, plan, result, known, progress, None, "final catch-up")
             _verify(collection, plan)
             result.previous = plan.live
             _record(hub, collection, plan)
@@ -260,6 +261,7 @@ def _copy_pass(
     target: Collection,
     plan: MigrationPlan,
     result: MigrationResult,
+    known: dict[str, str],
     progress: Progress | None,
     cancel: threading.Event | None,
     phase: str | None = None,
@@ -268,7 +270,7 @@ def _copy_pass(
     result.passes += 1
     phase = phase or ("copy" if result.passes == 1 else f"catch-up {result.passes - 1}")
     report = (lambda done, total: progress(phase, done, total)) if progress else None
-    stats = copy_points(plan.live, target, plan.target, report, cancel)
+    stats = copy_points(plan.live, target, plan.target, report, cancel, known)
     log.info("%s: %s: %s", collection.name, phase, stats)
     result.embedded += stats.embedded
     result.deleted += stats.deleted
