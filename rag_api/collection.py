@@ -92,7 +92,7 @@ class Collection:
         if stored is not None and stored != self.embedder_id:
             raise EmbedderMismatch(
                 f"collection '{self.name}' holds vectors of {stored} but collections.yaml configures "
-                f"{self.embedder_id}; {refused} are refused until you run {self._migrate_hint()} "
+                f"{self.embedder_id}; {refused} are refused until you run {self.migrate_hint()} "
                 "(or, if another process migrated it, restart with its collections.yaml)"
             )
 
@@ -128,10 +128,11 @@ class Collection:
         return (
             f"collection '{self.name}' stores {info.dim}-dimensional vectors but collections.yaml "
             f"configures {self.cfg.embedder.dim} ({self.embedder_id}); "
-            f"run {self._migrate_hint()} to re-embed it"
+            f"run {self.migrate_hint()} to re-embed it"
         )
 
-    def _migrate_hint(self) -> str:
+    def migrate_hint(self) -> str:
+        """The command that moves this collection to the configured embedder."""
         e = self.cfg.embedder
         return (
             f"`rag-hub migrate {self.name} --provider {e.provider} --model {e.model} --dim {e.dim}`"

@@ -179,7 +179,7 @@ def test_swapped_embedder_and_wrong_dim_are_never_repaired(world, tmp_path) -> N
         assert document["exit_code"] == 1
         assert document["repairs"] == []
         assert check in {f["check"] for f in document["findings"]}
-        assert "rag-hub migrate docs" in document["findings"][0]["detail"]
+        assert "rag-hub migrate docs --provider hash --model" in document["findings"][0]["detail"]
         assert hub.store.count(physical(hub)) == before
     assert [f["check"] for f in document["findings"]] == ["dimension"]
 

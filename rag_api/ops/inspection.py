@@ -19,7 +19,7 @@ from rag_api import kb
 from rag_api.chunking import UnreadableFile, read_chunks
 from rag_api.collection import Collection
 from rag_api.errors import RagError
-from rag_api.ingest import content_hash
+from rag_api.ingest import content_hash, embed_texts
 from rag_api.ops.findings import ERROR, WARNING, Finding
 from rag_api.store import CollectionInfo, Selector, extract_source, extract_text, point_id
 
@@ -90,7 +90,7 @@ def inspect_collection(collection: Collection, sample: int = 16) -> Inspection:
         result.add(
             "dimension",
             f"stored vectors have {info.dim} dimensions, collections.yaml says "
-            f"{collection.cfg.embedder.dim}: run `rag-hub migrate {name}` (not repaired)",
+            f"{collection.cfg.embedder.dim}: run {collection.migrate_hint()} (not repaired)",
         )
         return result
     scan = _scan(collection, info)
@@ -150,7 +150,7 @@ def _check_embedder(collection: Collection, scan: _Scan, result: Inspection) -> 
         result.add(
             "embedder",
             f"points hold vectors of another model ({held}); collections.yaml configures "
-            f"{configured}: run `rag-hub migrate {collection.name}` (not repaired)",
+            f"{configured}: run {collection.migrate_hint()} (not repaired)",
         )
 
 
@@ -252,7 +252,7 @@ def _check_vectors(
     if not records:
         return
     try:
-        fresh = collection.embed_documents([extract_text(r.payload) for r in records])
+        fresh = embed_texts(collection, [extract_text(r.payload) for r in records])
     except RagError as exc:
         result.add("vectors", f"could not re-embed a sample: {exc.message}")
         return
