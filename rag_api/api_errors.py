@@ -27,16 +27,17 @@ def error_response(
     return JSONResponse(error_body(code, message), status_code=status, headers=headers)
 
 
-def _respond(
-    request: Request,
+def render_error(
+    path: str,
     status: int,
     code: str,
     message: str,
     param: str | None = None,
     headers: dict[str, str] | None = None,
 ) -> JSONResponse:
-    # the OpenAI routes answer in OpenAI's error shape so SDKs raise their usual exceptions
-    if is_openai_path(request.url.path):
+    """An error for a request to `path`: the one shape, or OpenAI's on the OpenAI routes (so SDKs
+    raise their usual exceptions)."""
+    if is_openai_path(path):
         return openai_error_response(status, code, message, param, headers)
     return error_response(status, code, message, headers)
 
@@ -67,12 +68,12 @@ def install_error_handlers(app: FastAPI) -> None:
         if exc.status >= 500:
             log.warning("%s %s -> %s: %s", request.method, request.url.path, exc.code, exc.message)
         headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-        return _respond(request, exc.status, exc.code, exc.message, exc.param, headers)
+        return render_error(request.url.path, exc.status, exc.code, exc.message, exc.param, headers)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         message, field = describe_validation(exc)
-        return _respond(request, 422, "INVALID_REQUEST", message, field)
+        return render_error(request.url.path, 422, "INVALID_REQUEST", message, field)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -80,9 +81,11 @@ def install_error_handlers(app: FastAPI) -> None:
         message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
         if exc.status_code == 404 and message == "Not Found":
             message = f"no route {request.method} {request.url.path}"
-        return _respond(request, exc.status_code, code, message)
+        return render_error(request.url.path, exc.status_code, code, message)
 
     @app.exception_handler(Exception)
     async def _crash(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return _respond(request, 500, "INTERNAL_ERROR", f"internal error: {type(exc).__name__}")
+        return render_error(
+            request.url.path, 500, "INTERNAL_ERROR", f"internal error: {type(exc).__name__}"
+        )

@@ -1,13 +1,11 @@
-"""Request body size limit, enforced before the body is parsed (413 in the one error shape)."""
+"""Request body size limit, enforced before the body is parsed (413 in the route's error shape)."""
 
 from __future__ import annotations
-
-import json
 
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from rag_api.api_errors import error_body
+from rag_api.api_errors import render_error
 
 
 class BodyLimit:
@@ -23,7 +21,7 @@ class BodyLimit:
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._refuse(send)
+            await self._refuse(scope, receive, send)
             return
         received = 0
         started = False
@@ -46,19 +44,14 @@ class BodyLimit:
             await self.app(scope, limited_receive, tracking_send)
         except _TooLarge:
             if not started:
-                await self._refuse(send)
+                await self._refuse(scope, receive, send)
 
     def _message(self) -> str:
         return f"request body is larger than the {self.max_bytes} byte limit"
 
-    async def _refuse(self, send: Send) -> None:
-        body = json.dumps(error_body("PAYLOAD_TOO_LARGE", self._message())).encode()
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-        ]
-        await send({"type": "http.response.start", "status": 413, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = render_error(scope["path"], 413, "PAYLOAD_TOO_LARGE", self._message())
+        await response(scope, receive, send)
 
 
 class _TooLarge(HTTPException):

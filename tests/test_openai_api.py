@@ -283,6 +283,15 @@ def test_malformed_requests_are_400_in_openai_shape(server, route, body, param, 
     assert message in error["message"]
 
 
+def test_a_body_over_the_limit_is_413_in_openai_shape_declared_or_streamed(server):
+    huge = b'{"model": "docs", "input": "' + b"x" * (1024 * 1024) + b'"}'
+    for content in (huge, iter([huge[:600_000], huge[600_000:]])):  # Content-Length / chunked
+        response = httpx.post(server.url + "/v1/responses", content=content)
+        assert response.status_code == 413
+        error = response.json()["error"]
+        assert (error["type"], error["code"]) == ("invalid_request_error", "payload_too_large")
+
+
 def test_sdk_raises_bad_request_and_other_routes_keep_the_hub_shape(server, client):
     with pytest.raises(openai.BadRequestError) as info:
         client.chat.completions.create(
