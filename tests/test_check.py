@@ -266,3 +266,18 @@ def test_cli_could_not_run(indexed, trouble: str) -> None:
     assert document["status"] == "error" and document["error"]["message"]
     if trouble == "store locked":
         assert "no rag-hub server answers" in document["error"]["message"]
+
+
+def test_files_over_the_size_limit_are_skipped_as_the_indexer_skips_them(
+    tmp_path, make_settings, open_hub, engine
+) -> None:
+    """RAG_MAX_FILE_BYTES holds for check and repair too: a file `rag-hub index` skips for its
+    size is neither reported as missing nor indexed by --repair (the next index would drop it)."""
+    kb = make_kb(tmp_path)
+    (kb / "big.txt").write_text("A large manual. " * 400, encoding="utf-8")
+    config = write_config(tmp_path / "collections.yaml", {"docs": hash_collection(kb)})
+    hub = open_hub(make_settings(config, engine, max_file_bytes=4000))
+    sync_collection(hub.collection("docs"), max_bytes=4000)
+    document, found = findings(hub, repair=True)
+    assert document["exit_code"] == 0, found
+    assert "big.txt" not in hub.store.sources(physical(hub))

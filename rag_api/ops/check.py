@@ -44,11 +44,12 @@ def check_collection(
     collection = hub.collections[name]
     if not collection.cfg.enabled and not explicit:
         return CollectionResult(name, skipped="disabled")
-    inspection = inspect_collection(collection, sample)
+    max_bytes = hub.settings.max_file_bytes  # the files `rag-hub index` and the watcher skip
+    inspection = inspect_collection(collection, sample, max_bytes)
     result = CollectionResult(name, findings=inspection.findings)
     if repair and inspection.writable and inspection.plan:
-        result.repairs = apply_repairs(collection, inspection.plan)
-        again = inspect_collection(collection, sample)
+        result.repairs = apply_repairs(collection, inspection.plan, max_bytes)
+        again = inspect_collection(collection, sample, max_bytes)
         still = {f.key for f in again.findings}
         for finding in result.findings:
             finding.repaired = finding.key not in still

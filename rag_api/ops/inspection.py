@@ -69,7 +69,9 @@ class _Scan:
     sampleable: list[str] = field(default_factory=list)  # ids of healthy points of our model
 
 
-def inspect_collection(collection: Collection, sample: int = 16) -> Inspection:
+def inspect_collection(
+    collection: Collection, sample: int = 16, max_bytes: int = kb.DEFAULT_MAX_BYTES
+) -> Inspection:
     """Every finding for one collection, and the repairs that would be safe."""
     name, store = collection.name, collection.store
     aliases = store.aliases()
@@ -79,7 +81,7 @@ def inspect_collection(collection: Collection, sample: int = 16) -> Inspection:
         return result
     info = collection.info(refresh=True)
     result = Inspection(name, info)
-    files, skipped = _kb_files(collection)
+    files, skipped = kb.scan(collection.kb_path, max_bytes) if collection.kb_path else ([], {})
     if info is None:
         if files:
             result.add("alias", "nothing in the store for this collection", repairable=True)
@@ -95,7 +97,7 @@ def inspect_collection(collection: Collection, sample: int = 16) -> Inspection:
         return result
     scan = _scan(collection, info)
     _check_embedder(collection, scan, result)
-    _check_payloads(collection, scan, result)
+    _check_payloads(scan, {item.rel for item in files}, result)
     _check_duplicates(collection, scan, result)
     if collection.kb_path is not None:
         _check_files(collection, files, skipped, scan, result)
@@ -104,12 +106,6 @@ def inspect_collection(collection: Collection, sample: int = 16) -> Inspection:
         _check_vectors(collection, info, ids, result)
     _check_sparse(collection, info, result)
     return result
-
-
-def _kb_files(collection: Collection) -> tuple[list[kb.KbFile], dict[str, str]]:
-    if collection.kb_path is None or not collection.kb_path.is_dir():
-        return [], {}
-    return kb.scan(collection.kb_path)
 
 
 def _scan(collection: Collection, info: CollectionInfo) -> _Scan:
@@ -154,9 +150,9 @@ def _check_embedder(collection: Collection, scan: _Scan, result: Inspection) -> 
         )
 
 
-def _check_payloads(collection: Collection, scan: _Scan, result: Inspection) -> None:
+def _check_payloads(scan: _Scan, indexable: set[str], result: Inspection) -> None:
     for pid, why, origin_file in scan.bad:
-        fixable = origin_file is not None and _in_kb(collection, origin_file)
+        fixable = origin_file in indexable  # re-indexing its file rewrites the point
         result.add("payload", f"point {pid}: {why}", subject=pid, repairable=fixable)
         if fixable:
             result.plan.reindex.add(origin_file)
@@ -291,10 +287,6 @@ def _check_sparse(collection: Collection, info: CollectionInfo, result: Inspecti
         )
         if result.writable:
             result.plan.sparse.update(missing)
-
-
-def _in_kb(collection: Collection, rel: str) -> bool:
-    return collection.kb_path is not None and (collection.kb_path / rel).is_file()
 
 
 def _few(items: Iterable[str], limit: int = 5) -> str:

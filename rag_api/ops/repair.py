@@ -15,7 +15,9 @@ from rag_api.sync import SyncReport, index_files
 log = logging.getLogger("rag_api.ops.repair")
 
 
-def apply_repairs(collection: Collection, plan: RepairPlan) -> list[Repair]:
+def apply_repairs(
+    collection: Collection, plan: RepairPlan, max_bytes: int = kb.DEFAULT_MAX_BYTES
+) -> list[Repair]:
     """Delete duplicates and orphans, re-index files, restore BM25 vectors; say what was done."""
     name = collection.name
     done: list[Repair] = []
@@ -27,8 +29,8 @@ def apply_repairs(collection: Collection, plan: RepairPlan) -> list[Repair]:
         done.append(Repair(name, "deleted orphans", f"{rel}: {deleted} chunks"))
     if plan.reindex and collection.kb_path is not None:
         report = SyncReport(name)
-        files = kb.scan(collection.kb_path)[0]
-        index_files(collection, [(f, None) for f in files if f.rel in plan.reindex], report)
+        files = kb.stat_files(collection.kb_path, plan.reindex, max_bytes)[0]
+        index_files(collection, [(f, None) for f in files], report)
         detail = f"{report.indexed} files, {report.stats.written} chunks"
         if report.errors:
             detail += f"; failed: {', '.join(sorted(report.errors))}"
