@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_api.config import EmbedderConfig
 from rag_api.hub import Hub
 from rag_api.ops.check import run_check
-from rag_api.ops.migrate import drop_old, plan_request, run_migration
+from rag_api.ops.migrate import MigrateBody, drop_old, run_migration
 from rag_api.ops.progress import Bars
 
 
@@ -23,17 +22,12 @@ class LocalOps:
         return run_check(self.hub, collection, repair, sample).as_dict()
 
     def plan(self, body: dict[str, Any]) -> dict[str, Any]:
-        return _plan(self.hub, body).as_dict()
+        return MigrateBody.model_validate(body).plan(self.hub).as_dict()
 
     def migrate(self, body: dict[str, Any]) -> dict[str, Any]:
         with Bars() as bars:
-            return run_migration(self.hub, _plan(self.hub, body), bars).as_dict()
+            plan = MigrateBody.model_validate(body).plan(self.hub)
+            return run_migration(self.hub, plan, bars).as_dict()
 
     def drop_old(self, collection: str) -> dict[str, Any]:
         return {"collection": collection, "dropped": drop_old(self.hub, collection)}
-
-
-def _plan(hub: Hub, body: dict[str, Any]):
-    embedder = body.get("embedder")
-    embedder = EmbedderConfig.model_validate(embedder) if embedder else None
-    return plan_request(hub, body["collection"], embedder, body.get("rollback", False))

@@ -25,6 +25,8 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from rag_api.collection import Collection
 from rag_api.config import EmbedderConfig
 from rag_api.errors import (
@@ -117,6 +119,20 @@ def plan_migration(hub: Hub, name: str, new: EmbedderConfig) -> MigrationPlan:
         top = max([version_of(info.physical), *map(version_of, all_versions)])
         plan.target = physical_name(name, top + 1)
     return plan
+
+
+class MigrateBody(BaseModel):
+    """A migration to `embedder`, or with `rollback` back to the previous collection: what the
+    CLI sends and /v1/ops/migrate takes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    collection: str
+    embedder: EmbedderConfig | None = None
+    rollback: bool = False
+
+    def plan(self, hub: Hub) -> MigrationPlan:
+        return plan_request(hub, self.collection, self.embedder, self.rollback)
 
 
 def plan_request(

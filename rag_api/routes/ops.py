@@ -19,11 +19,10 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from rag_api.auth import require_admin
-from rag_api.config import EmbedderConfig
 from rag_api.errors import RagError
 from rag_api.hub import Hub
 from rag_api.ops.check import DEFAULT_SAMPLE, run_check
-from rag_api.ops.migrate import MigrationPlan, drop_old, exclusive, plan_request, run_migration
+from rag_api.ops.migrate import MigrateBody, drop_old, exclusive, run_migration
 from rag_api.routes.deps import get_hub
 
 router = APIRouter(prefix="/v1/ops", tags=["ops"], dependencies=[Depends(require_admin)])
@@ -35,19 +34,6 @@ class CheckBody(BaseModel):
     collection: str | None = None
     repair: bool = False
     sample: Annotated[int, Field(ge=0, le=10_000)] = DEFAULT_SAMPLE
-
-
-class MigrateBody(BaseModel):
-    """A migration to `embedder`, or with `rollback` back to the previous collection."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    collection: str
-    embedder: EmbedderConfig | None = None
-    rollback: bool = False
-
-    def plan(self, hub: Hub) -> MigrationPlan:
-        return plan_request(hub, self.collection, self.embedder, self.rollback)
 
 
 class CollectionBody(BaseModel):
