@@ -102,7 +102,7 @@ def check(
         document = CheckReport.failed(exc.code, exc.message).as_dict()
     text = json.dumps(document, ensure_ascii=False)
     if output is not None:
-        from rag_api.ops.config_file import write_atomically
+        from rag_api.atomic import write_atomically
 
         write_atomically(output, text + "\n")
     if as_json:

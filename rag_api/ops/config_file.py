@@ -5,12 +5,12 @@ from __future__ import annotations
 import difflib
 import io
 import os
-import tempfile
 from pathlib import Path
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 
+from rag_api.atomic import write_atomically
 from rag_api.config import EmbedderConfig, parse_config
 from rag_api.errors import ConfigError
 
@@ -66,22 +66,6 @@ def set_embedder(path: Path, name: str, embedder: EmbedderConfig) -> bool:
         return False
     write_atomically(path, new)
     return True
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Replace a file through a temp file + rename, keeping its permissions: never half-written."""
-    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _drop_line_comment(mapping: CommentedMap, key: str) -> None:

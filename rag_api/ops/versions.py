@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rag_api.atomic import write_atomically
 from rag_api.config import EmbedderConfig
-from rag_api.ops.config_file import write_atomically
 from rag_api.store import Store, version_of
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import threading
 from pathlib import Path
+
+from rag_api.atomic import write_atomically
 
 
 class AliasFile:
@@ -42,19 +42,5 @@ class AliasFile:
                 self._write(data)
 
     def _write(self, data: dict[str, str]) -> None:
-        fd, tmp = tempfile.mkstemp(prefix=".aliases-", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle, indent=2, sort_keys=True)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        dir_fd = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        write_atomically(self.path, json.dumps(data, indent=2, sort_keys=True))
         self._cache = None
