@@ -172,16 +172,17 @@ def _migrate(settings: Settings, body: dict[str, Any], yes: bool, dry_run: bool)
     with store_owner(settings, prefer_server=True) as owner:
         plan = MigrationPlan(**owner.plan(body))
         click.echo(describe_plan(plan))
-        change = config_file.diff(
-            settings.config, *config_file.with_embedder(settings.config, name, plan.embedder)
-        )
+        # before anything moves: the file must be able to take the new embedder
+        old, new = config_file.with_embedder(settings.config, name, plan.embedder)
         if dry_run:
-            click.echo(change or f"{settings.config}: no change")
+            click.echo(
+                config_file.diff(settings.config, old, new) or f"{settings.config}: no change"
+            )
             return
         _confirm(yes)
         result = owner.migrate(body)
-    config_file.set_embedder(settings.config, name, plan.embedder)
-    click.echo(describe_result(result, settings.config, bool(change)))
+    changed = config_file.set_embedder(settings.config, name, plan.embedder)
+    click.echo(describe_result(result, settings.config, changed))
 
 
 def describe_plan(plan: MigrationPlan) -> str:
