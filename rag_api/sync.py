@@ -21,7 +21,6 @@ from rag_api.store import Selector
 
 log = logging.getLogger("rag_api.sync")
 FILE_FIELDS = ["file", "doc_hash"]
-PER_FILE_LOOKUPS = 64  # more paths than this: one scroll over every file chunk is cheaper
 
 
 @dataclass
@@ -67,17 +66,12 @@ def stored_files(collection: Collection, files: Iterable[str] | None = None) -> 
     info = collection.info()
     if info is None:
         return {}
-    wanted = None if files is None else set(files)
-    if wanted is not None and len(wanted) <= PER_FILE_LOOKUPS:
-        selectors = [Selector(origin="file", file=rel) for rel in sorted(wanted)]
-    else:
-        selectors = [Selector(origin="file")]
+    selector = Selector(origin="file", files=None if files is None else tuple(sorted(set(files))))
     found: dict[str, set[str]] = {}
-    for selector in selectors:
-        for record in collection.store.iter_records(info.physical, selector, fields=FILE_FIELDS):
-            name = record.payload.get("file")
-            if isinstance(name, str) and (wanted is None or name in wanted):
-                found.setdefault(name, set()).add(str(record.payload.get("doc_hash")))
+    for record in collection.store.iter_records(info.physical, selector, fields=FILE_FIELDS):
+        name = record.payload.get("file")
+        if isinstance(name, str):
+            found.setdefault(name, set()).add(str(record.payload.get("doc_hash")))
     return found
 
 
@@ -92,8 +86,8 @@ def file_write(
     renamed from, if any), and the reader's warnings."""
     result = read_chunks(item.path, item.rel, collection.cfg.chunking)
     payload = {"origin": "file", "file": item.rel, "doc_hash": data_hash}
-    scope = Selector(origin="file", file=item.rel)
-    reuse = Selector(origin="file", file=renamed_from) if renamed_from else None
+    scope = Selector(origin="file", files=(item.rel,))
+    reuse = Selector(origin="file", files=(renamed_from,)) if renamed_from else None
     write = DocumentWrite(collection, scope, result.chunks, payload, reuse, reembed=reembed)
     return write, result.warnings
 
@@ -153,7 +147,7 @@ def sync_collection(
 def remove_files(collection: Collection, rels: Iterable[str], report: SyncReport) -> None:
     """Delete the chunks of kb files that are gone."""
     for rel in rels:
-        deleted = delete_points(collection, Selector(origin="file", file=rel))
+        deleted = delete_points(collection, Selector(origin="file", files=(rel,)))
         report.stats.deleted += deleted
         report.gone.add(rel)
         log.info("%s: removed %s (%d chunks): file is gone", collection.name, rel, deleted)
@@ -206,12 +200,12 @@ def _flush(
     def done(write: DocumentWrite, stats: WriteStats) -> None:
         report.indexed += 1
         report.current.add(write.payload["file"])
-        was = write.reuse_from.file if write.reuse_from is not None else None
+        was = write.reuse_from.files if write.reuse_from is not None else None  # (old path,)
         log.info(
             "%s: indexed %s%s: %d chunks (embedded %d, reused %d, deleted %d)",
             collection.name,
             write.payload["file"],
-            f" (renamed from {was})" if was else "",
+            f" (renamed from {was[0]})" if was else "",
             stats.written,
             stats.embedded,
             stats.reused,

@@ -104,7 +104,7 @@ def test_deleted_changed_and_new_files_are_found_and_repaired(world) -> None:
 
 def test_missing_chunk_is_a_gap(world) -> None:
     _, hub, _ = world
-    hub.store.delete(physical(hub), Selector(file="guide.md", chunk_index_from=1))
+    hub.store.delete(physical(hub), Selector(files=("guide.md",), chunk_index_from=1))
     document, found = findings(hub)
     assert found == [("files", "guide.md", False)]
     assert "missing chunks guide.md#1" in document["findings"][0]["detail"]
@@ -114,9 +114,9 @@ def test_missing_chunk_is_a_gap(world) -> None:
 
 def test_corrupt_payloads(world) -> None:
     _, hub, _ = world
-    emptied = a_point(hub, Selector(file="faq.txt"))
+    emptied = a_point(hub, Selector(files=("faq.txt",)))
     put(hub, emptied.id, emptied.dense, {**emptied.payload, "text": ""})
-    altered = a_point(hub, Selector(file="guide.md"))
+    altered = a_point(hub, Selector(files=("guide.md",)))
     put(hub, altered.id, altered.dense, {**altered.payload, "text": "edited by hand"})
     document, found = findings(hub)
     assert sorted(found) == sorted([("payload", emptied.id, False), ("payload", altered.id, False)])
@@ -130,7 +130,7 @@ def test_corrupt_payloads(world) -> None:
 
 def test_duplicate_point(world) -> None:
     _, hub, _ = world
-    original = a_point(hub, Selector(file="guide.md"))
+    original = a_point(hub, Selector(files=("guide.md",)))
     copy = put(hub, str(uuid.uuid4()), original.dense, dict(original.payload))
     document, found = findings(hub)
     subject = f"guide.md#{original.payload['chunk_index']}"
@@ -145,7 +145,7 @@ def test_duplicate_point(world) -> None:
 
 def test_missing_sparse_vectors_are_restored(world) -> None:
     _, hub, _ = world
-    point = a_point(hub, Selector(file="faq.txt"))
+    point = a_point(hub, Selector(files=("faq.txt",)))
     hub.store.upsert(physical(hub), [PointData(point.id, point.dense, point.payload)])
     assert hub.store.count(physical(hub), Selector(has_sparse=False)) == 1
     assert findings(hub)[1] == [("sparse", "", False)]

@@ -177,5 +177,5 @@ def test_embedder_outage_writes_nothing(
     fake_ollama.fail(status=500, times=5)
     with pytest.raises(EmbedderUnavailable):
         sync_collection(docs)
-    assert docs.store.count(docs.info().physical, Selector(file="faq.md")) > 0
+    assert docs.store.count(docs.info().physical, Selector(files=("faq.md",))) > 0
     assert docs.store.count(docs.info().physical) == count  # the old version is intact

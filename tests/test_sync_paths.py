@@ -11,7 +11,7 @@ from rag_api import kb
 from rag_api.chunking import Chunk
 from rag_api.hub import Hub
 from rag_api.ingest import replace_source
-from rag_api.sync import PER_FILE_LOOKUPS, stored_files, sync_collection
+from rag_api.sync import stored_files, sync_collection
 from tests.conftest import hash_collection, write_config
 
 TEXT = "# Orchards\n\nApple trees need pruning in winter.\n\n## Pears\n\nPears ripen off the tree."
@@ -102,19 +102,22 @@ def test_skipped_files_keep_their_chunks_and_api_chunks_are_never_touched(hub: H
     assert set(points(hub)) == {("api-note", 0)}
 
 
+MANY = 64  # paths asked for at once: one query with all of them
+
+
 def test_stored_files_answers_for_a_few_paths_or_many(hub: Hub) -> None:
     collection = hub.collection("notes")
     root = collection.kb_path
-    for n in range(PER_FILE_LOOKUPS + 6):
+    for n in range(MANY + 6):
         (root / f"f{n:03}.txt").write_text(f"note number {n}")
     sync_collection(collection)
     everything = stored_files(collection)
 
-    assert len(everything) == PER_FILE_LOOKUPS + 6
+    assert len(everything) == MANY + 6
     assert stored_files(collection, ["f001.txt", "nope.txt"]) == {
         "f001.txt": everything["f001.txt"]
     }
-    many = [f"f{n:03}.txt" for n in range(PER_FILE_LOOKUPS + 1)]
+    many = [f"f{n:03}.txt" for n in range(MANY + 1)]
     assert stored_files(collection, many) == {rel: everything[rel] for rel in many}
 
 

@@ -25,7 +25,7 @@ def apply_repairs(
         deleted = delete_points(collection, Selector(ids=tuple(sorted(plan.duplicates))))
         done.append(Repair(name, "deleted duplicates", f"{deleted} points"))
     for rel in sorted(plan.orphans):
-        deleted = delete_points(collection, Selector(origin="file", file=rel))
+        deleted = delete_points(collection, Selector(origin="file", files=(rel,)))
         done.append(Repair(name, "deleted orphans", f"{rel}: {deleted} chunks"))
     if plan.reindex and collection.kb_path is not None:
         report = SyncReport(name)

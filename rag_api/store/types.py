@@ -73,7 +73,7 @@ class Selector:
     source_prefix: str | None = None
     metadata: Mapping[str, Scalar] = field(default_factory=dict)
     origin: str | None = None
-    file: str | None = None
+    files: tuple[str, ...] | None = None  # kb files (payload `file`), any of them
     persist: bool | None = None
     chunk_index_from: int | None = None
     ids: tuple[str, ...] | None = None
@@ -82,7 +82,7 @@ class Selector:
 
     @property
     def selects_nothing(self) -> bool:
-        return self.sources == () or self.ids == ()
+        return self.sources == () or self.files == () or self.ids == ()
 
     @property
     def is_everything(self) -> bool:
@@ -95,8 +95,10 @@ class Selector:
             clauses.append(Condition("any", "source", list(self.sources)))
         if self.source_prefix:
             clauses.append(Condition("prefix", "source", self.source_prefix))
+        if self.files is not None:
+            clauses.append(Condition("any", "file", list(self.files)))
         clauses += [_equality(f"metadata.{key}", value) for key, value in self.metadata.items()]
-        for key in ("origin", "file", "persist", "seq"):
+        for key in ("origin", "persist", "seq"):
             if (value := getattr(self, key)) is not None:
                 clauses.append(Condition("equals", key, value))
         if self.chunk_index_from is not None:
