@@ -339,3 +339,12 @@ def test_bearer_key_is_required_when_set(tmp_path, make_settings, serve):
         client = openai.OpenAI(base_url=live.url + "/v1", api_key=key, max_retries=0)
         assert [m.id for m in client.models.list()] == ["docs"]
         assert client.responses.create(model="docs", input=REFUND).status == "completed"
+
+
+def test_every_openai_route_answers_errors_in_openai_shape():
+    """The error renderer's route table and the router's routes cannot drift apart."""
+    from rag_api.openai_compat.errors import is_openai_path
+    from rag_api.routes.openai import router
+
+    paths = [route.path.replace("{model:path}", "docs") for route in router.routes]
+    assert len(paths) == 8 and all(is_openai_path(path) for path in paths), paths
