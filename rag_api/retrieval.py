@@ -25,7 +25,15 @@ from rag_api.collection import Collection
 from rag_api.config import Mode
 from rag_api.diversity import candidate_pool, diversify
 from rag_api.rerank import active_reranker, rerank
-from rag_api.store import Hit, SearchSpec, Selector, extract_source, extract_text
+from rag_api.store import (
+    Hit,
+    SearchSpec,
+    Selector,
+    extract_source,
+    extract_text,
+    search_plan,
+    search_sides,
+)
 
 
 @dataclass(frozen=True)
@@ -105,16 +113,11 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
         info, embedder = collection.readable(), collection.cfg.embedder
     if info is None or selector.selects_nothing:
         return SearchOutcome([], mode, timings)
-    if mode != "dense" and not info.has_sparse:
-        mode = "dense"  # a collection written without BM25 vectors (another tool, or older)
+    wants_dense, wants_sparse = search_sides(mode, info)
     started = time.perf_counter()
-    dense = collection.embed_query(request.query, embedder).tolist() if mode != "sparse" else None
-    sparse = collection.sparse.query(request.query) if mode != "dense" else None
+    dense = collection.embed_query(request.query, embedder).tolist() if wants_dense else None
+    sparse = collection.sparse.query(request.query) if wants_sparse else None
     timings["embed"] = _ms(started)
-    if sparse is not None and not sparse.indices:
-        if dense is None:
-            return SearchOutcome([], mode, timings)  # nothing but stop words
-        sparse, mode = None, "dense"
     pool = max(top_k, reranker.candidates if reranker else 0)
     if diversity > 0:
         pool = max(pool, candidate_pool(top_k, cfg.candidates))
@@ -128,6 +131,9 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
         rrf_k=cfg.rrf_k,
         with_dense=diversity > 0,
     )
+    if (plan := search_plan(spec, info)) is None:
+        return SearchOutcome([], mode, timings)  # nothing but stop words
+    mode = plan
     started = time.perf_counter()
     with collection.lock.read():
         hits = collection.store.search(info.physical, spec, info)

@@ -16,6 +16,7 @@ from rag_api.store.types import (
     Record,
     SearchSpec,
     Selector,
+    SparseVec,
 )
 
 PAYLOAD_INDEXES = {
@@ -106,21 +107,26 @@ class Store(ABC):
         assert info is not None
         return info
 
-    # --- points ------------------------------------------------------------------------------
+    # --- points: the guards and the search plan here, each engine's translation below ----------
 
-    @abstractmethod
     def upsert(self, physical: str, points: Sequence[PointData]) -> None:
         """Insert or overwrite points (by id)."""
+        if points:
+            self._upsert(physical, points)
 
-    @abstractmethod
     def delete(self, physical: str, selector: Selector) -> None:
         """Delete the selected points."""
+        if selector.selects_nothing:
+            return
+        if selector.ids is not None and selector == Selector(ids=selector.ids):
+            self._delete_ids(physical, selector.ids)
+        else:
+            self._delete_where(physical, selector)
 
-    @abstractmethod
     def retrieve(self, physical: str, ids: Sequence[str], with_dense: bool = False) -> list[Record]:
         """Points by id (missing ids are skipped)."""
+        return self._retrieve(physical, ids, with_dense) if ids else []
 
-    @abstractmethod
     def scroll(
         self,
         physical: str,
@@ -131,18 +137,87 @@ class Store(ABC):
         fields: Sequence[str] | None = None,
     ) -> tuple[list[Record], str | None]:
         """A page of points in id order and the offset of the next page (None at the end)."""
+        if selector.selects_nothing:
+            return [], None
+        return self._scroll(physical, selector, limit, offset, with_dense, fields)
 
-    @abstractmethod
     def count(self, physical: str, selector: Selector = Selector()) -> int:
         """Exact number of selected points."""
+        return 0 if selector.selects_nothing else self._count(physical, selector)
 
-    @abstractmethod
     def facet(self, physical: str, key: str, selector: Selector = Selector()) -> dict[str, int]:
         """Point count per distinct value of a keyword payload field."""
+        if selector.selects_nothing:
+            return {}
+        every = max(self.physical_info(physical).points, 1)
+        counts = self._facet(physical, key, selector, every)
+        return {value: n for value, n in counts if n > 0}
 
-    @abstractmethod
     def search(self, physical: str, spec: SearchSpec, info: CollectionInfo) -> list[Hit]:
         """Dense, sparse or hybrid (RRF inside the engine) search, hits annotated per side."""
+        plan = search_plan(spec, info)
+        if plan is None or spec.selector.selects_nothing:
+            return []
+        if plan == "hybrid":
+            fused, dense, sparse = self._hybrid(physical, spec, info)
+            return annotate(fused, dense, sparse, spec.dense)
+        query = spec.dense if plan == "dense" else spec.sparse
+        hits = self._nearest(physical, query, spec, info)
+        return rank_single_side(hits, plan)
+
+    @abstractmethod
+    def _upsert(self, physical: str, points: Sequence[PointData]) -> None:
+        """Write a non-empty batch of points in one request."""
+
+    @abstractmethod
+    def _delete_ids(self, physical: str, ids: Sequence[str]) -> None:
+        """Delete points by id."""
+
+    @abstractmethod
+    def _delete_where(self, physical: str, selector: Selector) -> None:
+        """Delete the points a filter selects."""
+
+    @abstractmethod
+    def _retrieve(self, physical: str, ids: Sequence[str], with_dense: bool) -> list[Record]:
+        """Points by a non-empty list of ids."""
+
+    @abstractmethod
+    def _scroll(
+        self,
+        physical: str,
+        selector: Selector,
+        limit: int,
+        offset: str | None,
+        with_dense: bool,
+        fields: Sequence[str] | None,
+    ) -> tuple[list[Record], str | None]:
+        """The engine's scroll."""
+
+    @abstractmethod
+    def _count(self, physical: str, selector: Selector) -> int:
+        """The engine's exact count."""
+
+    @abstractmethod
+    def _facet(
+        self, physical: str, key: str, selector: Selector, limit: int
+    ) -> list[tuple[str, int]]:
+        """The engine's exact facet: (value, count) for up to `limit` values."""
+
+    @abstractmethod
+    def _nearest(
+        self,
+        physical: str,
+        query: Sequence[float] | SparseVec,
+        spec: SearchSpec,
+        info: CollectionInfo,
+    ) -> list[Hit]:
+        """One side's top `spec.limit`: a dense vector (a list) or a BM25 one (a SparseVec)."""
+
+    @abstractmethod
+    def _hybrid(
+        self, physical: str, spec: SearchSpec, info: CollectionInfo
+    ) -> tuple[list[Hit], list[tuple[str, float]], list[tuple[str, float]]]:
+        """One batch: the fused top `spec.limit` (with dense vectors) and each side's candidates."""
 
     @abstractmethod
     def payload_indexes(self, physical: str) -> dict[str, str]:
@@ -187,6 +262,23 @@ class Store(ABC):
     def sources(self, physical: str, selector: Selector = Selector()) -> dict[str, int]:
         """Chunk count per source."""
         return self.facet(physical, "source", selector)
+
+
+def search_sides(mode: str, info: CollectionInfo) -> tuple[bool, bool]:
+    """Which query vectors (dense, sparse) a search in `mode` needs; a collection written without
+    BM25 vectors (by another tool, or an older hub) is searched dense."""
+    sparse = mode != "dense" and info.has_sparse
+    return mode != "sparse" or not sparse, sparse
+
+
+def search_plan(spec: SearchSpec, info: CollectionInfo) -> str | None:
+    """What a search runs: hybrid, dense or sparse; None when no query vector is usable. A BM25
+    query of stop words only has no terms: the dense side answers alone."""
+    dense = spec.dense is not None
+    sparse = spec.sparse is not None and bool(spec.sparse.indices) and info.has_sparse
+    if dense and sparse:
+        return "hybrid"
+    return "dense" if dense else "sparse" if sparse else None
 
 
 def filter_clauses(

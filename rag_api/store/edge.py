@@ -19,12 +19,10 @@ from rag_api.store.aliases import AliasFile
 from rag_api.store.base import (
     PAYLOAD_INDEXES,
     Store,
-    annotate,
     filter_clauses,
     hit_from,
     hnsw_ef,
     id_scores,
-    rank_single_side,
     record_from,
     rrf_engine_k,
 )
@@ -39,6 +37,7 @@ from rag_api.store.types import (
     Record,
     SearchSpec,
     Selector,
+    SparseVec,
 )
 
 # Below this many points a search scans exactly (always right, still sub-millisecond); above it
@@ -135,45 +134,32 @@ class EdgeStore(Store):
 
     # --- points ------------------------------------------------------------------------------
 
-    def upsert(self, physical: str, points: Sequence[PointData]) -> None:
-        if not points:
-            return
-        edge_points = [
-            qe.Point(p.id, _vectors(p), p.payload) for p in points
-        ]  # one operation: one WAL record
+    def _upsert(self, physical: str, points: Sequence[PointData]) -> None:
+        edge_points = [qe.Point(p.id, _vectors(p), p.payload) for p in points]
+        # one operation: one WAL record
         _call(self._shard(physical).update, qe.UpdateOperation.upsert_points(edge_points))
 
-    def delete(self, physical: str, selector: Selector) -> None:
-        if selector.selects_nothing:
-            return
-        shard = self._shard(physical)
-        if selector.ids is not None and selector == Selector(ids=selector.ids):
-            _call(shard.update, qe.UpdateOperation.delete_points(list(selector.ids)))
-        else:
-            _call(shard.update, qe.UpdateOperation.delete_points_by_filter(_filter(selector)))
+    def _delete_ids(self, physical: str, ids: Sequence[str]) -> None:
+        _call(self._shard(physical).update, qe.UpdateOperation.delete_points(list(ids)))
 
-    def retrieve(self, physical: str, ids: Sequence[str], with_dense: bool = False) -> list[Record]:
-        if not ids:
-            return []
-        records = _call(
-            self._shard(physical).retrieve,
-            list(ids),
-            True,
-            [self.physical_info(physical).dense_name] if with_dense else False,
-        )
+    def _delete_where(self, physical: str, selector: Selector) -> None:
+        operation = qe.UpdateOperation.delete_points_by_filter(_filter(selector))
+        _call(self._shard(physical).update, operation)
+
+    def _retrieve(self, physical: str, ids: Sequence[str], with_dense: bool) -> list[Record]:
+        with_vector = [self.physical_info(physical).dense_name] if with_dense else False
+        records = _call(self._shard(physical).retrieve, list(ids), True, with_vector)
         return [record_from(r, with_dense) for r in records]
 
-    def scroll(
+    def _scroll(
         self,
         physical: str,
-        selector: Selector = Selector(),
-        limit: int = 256,
-        offset: str | None = None,
-        with_dense: bool = False,
-        fields: Sequence[str] | None = None,
+        selector: Selector,
+        limit: int,
+        offset: str | None,
+        with_dense: bool,
+        fields: Sequence[str] | None,
     ) -> tuple[list[Record], str | None]:
-        if selector.selects_nothing:
-            return [], None
         request = qe.ScrollRequest(
             offset=offset,
             limit=limit,
@@ -184,78 +170,60 @@ class EdgeStore(Store):
         records, next_offset = _call(self._shard(physical).scroll, request)
         return [record_from(r, with_dense) for r in records], _str_id(next_offset)
 
-    def count(self, physical: str, selector: Selector = Selector()) -> int:
-        if selector.selects_nothing:
-            return 0
+    def _count(self, physical: str, selector: Selector) -> int:
         request = qe.CountRequest(exact=True, filter=_filter(selector))
         return _call(self._shard(physical).count, request)
 
-    def facet(self, physical: str, key: str, selector: Selector = Selector()) -> dict[str, int]:
-        if selector.selects_nothing:
-            return {}
-        shard = self._shard(physical)
-        limit = max(shard.info().points_count, 1)
+    def _facet(
+        self, physical: str, key: str, selector: Selector, limit: int
+    ) -> list[tuple[str, int]]:
         request = qe.FacetRequest(key=key, limit=limit, exact=True, filter=_filter(selector))
-        hits = _call(shard.facet, request)
-        return {str(h.value): h.count for h in hits if h.count > 0}
+        return [(str(h.value), h.count) for h in _call(self._shard(physical).facet, request)]
 
-    def search(self, physical: str, spec: SearchSpec, info: CollectionInfo) -> list[Hit]:
-        if spec.selector.selects_nothing:
-            return []
-        shard = self._shard(physical)
-        flt = _filter(spec.selector)
-        dense_q = qe.Query.Nearest(list(spec.dense), using=info.dense_name) if spec.dense else None
-        sparse_q = (
-            qe.Query.Nearest(
-                qe.SparseVector(spec.sparse.indices, spec.sparse.values), using=info.sparse_name
-            )
-            if spec.sparse is not None and info.sparse_name
-            else None
-        )
-        with_vector = [info.dense_name] if spec.with_dense else False
-        if dense_q is not None and sparse_q is not None:
-            side = spec.candidates
-            fused = qe.QueryRequest(
-                limit=spec.limit,
-                prefetches=[
-                    qe.Prefetch(limit=side, query=dense_q, filter=flt, params=_params(info, side)),
-                    qe.Prefetch(limit=side, query=sparse_q, filter=flt),
-                ],
-                query=_fusion(spec),
-                filter=flt,
-                with_payload=True,
-                with_vector=[info.dense_name],
-            )
-            lists = qe.QueryBatchRequest(
-                [
-                    fused,
-                    qe.QueryRequest(
-                        limit=side,
-                        query=dense_q,
-                        filter=flt,
-                        params=_params(info, side),
-                        with_payload=False,
-                    ),
-                    qe.QueryRequest(limit=side, query=sparse_q, filter=flt, with_payload=False),
-                ]
-            )
-            fused_pts, dense_pts, sparse_pts = _call(shard.query_batch, lists)
-            hits = [hit_from(p, True) for p in fused_pts]
-            return annotate(hits, id_scores(dense_pts), id_scores(sparse_pts), spec.dense)
-        query = dense_q if dense_q is not None else sparse_q
-        if query is None:
-            return []
+    def _nearest(
+        self,
+        physical: str,
+        query: Sequence[float] | SparseVec,
+        spec: SearchSpec,
+        info: CollectionInfo,
+    ) -> list[Hit]:
+        dense = not isinstance(query, SparseVec)
         request = qe.QueryRequest(
             limit=spec.limit,
-            query=query,
-            filter=flt,
-            params=_params(info, spec.limit) if dense_q is not None else None,
+            query=_dense_query(query, info) if dense else _sparse_query(query, info),
+            filter=_filter(spec.selector),
+            params=_params(info, spec.limit) if dense else None,
             with_payload=True,
-            with_vector=with_vector,
+            with_vector=[info.dense_name] if spec.with_dense else False,
         )
-        points = _call(shard.query, request)
-        hits = [hit_from(p, spec.with_dense) for p in points]
-        return rank_single_side(hits, "dense" if dense_q is not None else "sparse")
+        points = _call(self._shard(physical).query, request)
+        return [hit_from(p, spec.with_dense) for p in points]
+
+    def _hybrid(
+        self, physical: str, spec: SearchSpec, info: CollectionInfo
+    ) -> tuple[list[Hit], list[tuple[str, float]], list[tuple[str, float]]]:
+        assert spec.dense is not None and spec.sparse is not None
+        flt = _filter(spec.selector)
+        dense_q, sparse_q = _dense_query(spec.dense, info), _sparse_query(spec.sparse, info)
+        side = spec.candidates
+        fused = qe.QueryRequest(
+            limit=spec.limit,
+            prefetches=[
+                qe.Prefetch(limit=side, query=dense_q, filter=flt, params=_params(info, side)),
+                qe.Prefetch(limit=side, query=sparse_q, filter=flt),
+            ],
+            query=_fusion(spec),
+            filter=flt,
+            with_payload=True,
+            with_vector=[info.dense_name],
+        )
+        dense = qe.QueryRequest(
+            limit=side, query=dense_q, filter=flt, params=_params(info, side), with_payload=False
+        )
+        sparse = qe.QueryRequest(limit=side, query=sparse_q, filter=flt, with_payload=False)
+        batch = qe.QueryBatchRequest([fused, dense, sparse])
+        fused_pts, dense_pts, sparse_pts = _call(self._shard(physical).query_batch, batch)
+        return [hit_from(p, True) for p in fused_pts], id_scores(dense_pts), id_scores(sparse_pts)
 
     def optimize(self, physical: str) -> None:
         _call(self._shard(physical).optimize)
@@ -360,6 +328,14 @@ def _match(value: str | int | bool) -> qe.MatchValue:
     # the binding reads a Python bool as an int (True -> 1), which never matches a JSON boolean;
     # numpy's bool is not an int subclass and arrives as a boolean
     return qe.MatchValue(np.bool_(value) if isinstance(value, bool) else value)
+
+
+def _dense_query(vector: Sequence[float], info: CollectionInfo) -> Any:
+    return qe.Query.Nearest(list(vector), using=info.dense_name)
+
+
+def _sparse_query(vector: SparseVec, info: CollectionInfo) -> Any:
+    return qe.Query.Nearest(qe.SparseVector(vector.indices, vector.values), using=info.sparse_name)
 
 
 def _params(info: CollectionInfo, limit: int) -> qe.SearchParams:

@@ -15,12 +15,10 @@ from rag_api.errors import StoreUnavailable
 from rag_api.store.base import (
     PAYLOAD_INDEXES,
     Store,
-    annotate,
     filter_clauses,
     hit_from,
     hnsw_ef,
     id_scores,
-    rank_single_side,
     record_from,
     rrf_engine_k,
 )
@@ -35,6 +33,7 @@ from rag_api.store.types import (
     Record,
     SearchSpec,
     Selector,
+    SparseVec,
 )
 
 T = TypeVar("T")
@@ -155,24 +154,19 @@ class RemoteStore(Store):
 
     # --- points ------------------------------------------------------------------------------
 
-    def upsert(self, physical: str, points: Sequence[PointData]) -> None:
-        if not points:
-            return
+    def _upsert(self, physical: str, points: Sequence[PointData]) -> None:
         structs = [m.PointStruct(id=p.id, vector=_vectors(p), payload=p.payload) for p in points]
         self._call(self._client.upsert, physical, points=structs, wait=True)
 
-    def delete(self, physical: str, selector: Selector) -> None:
-        if selector.selects_nothing:
-            return
-        if selector.ids is not None and selector == Selector(ids=selector.ids):
-            target: Any = m.PointIdsList(points=list(selector.ids))
-        else:
-            target = m.FilterSelector(filter=_filter(selector) or m.Filter())
+    def _delete_ids(self, physical: str, ids: Sequence[str]) -> None:
+        target = m.PointIdsList(points=list(ids))
         self._call(self._client.delete, physical, points_selector=target, wait=True)
 
-    def retrieve(self, physical: str, ids: Sequence[str], with_dense: bool = False) -> list[Record]:
-        if not ids:
-            return []
+    def _delete_where(self, physical: str, selector: Selector) -> None:
+        target = m.FilterSelector(filter=_filter(selector) or m.Filter())
+        self._call(self._client.delete, physical, points_selector=target, wait=True)
+
+    def _retrieve(self, physical: str, ids: Sequence[str], with_dense: bool) -> list[Record]:
         dense_name = self._vector_layout(physical)[1]
         records = self._call(
             self._client.retrieve,
@@ -183,17 +177,15 @@ class RemoteStore(Store):
         )
         return [record_from(r, with_dense) for r in records]
 
-    def scroll(
+    def _scroll(
         self,
         physical: str,
-        selector: Selector = Selector(),
-        limit: int = 256,
-        offset: str | None = None,
-        with_dense: bool = False,
-        fields: Sequence[str] | None = None,
+        selector: Selector,
+        limit: int,
+        offset: str | None,
+        with_dense: bool,
+        fields: Sequence[str] | None,
     ) -> tuple[list[Record], str | None]:
-        if selector.selects_nothing:
-            return [], None
         dense_name = self._vector_layout(physical)[1]
         records, next_offset = self._call(
             self._client.scroll,
@@ -208,18 +200,15 @@ class RemoteStore(Store):
             None if next_offset is None else str(next_offset)
         )
 
-    def count(self, physical: str, selector: Selector = Selector()) -> int:
-        if selector.selects_nothing:
-            return 0
+    def _count(self, physical: str, selector: Selector) -> int:
         result = self._call(
             self._client.count, physical, count_filter=_filter(selector), exact=True
         )
         return result.count
 
-    def facet(self, physical: str, key: str, selector: Selector = Selector()) -> dict[str, int]:
-        if selector.selects_nothing:
-            return {}
-        limit = max(self.count(physical), 1)
+    def _facet(
+        self, physical: str, key: str, selector: Selector, limit: int
+    ) -> list[tuple[str, int]]:
         response = self._call(
             self._client.facet,
             physical,
@@ -228,68 +217,71 @@ class RemoteStore(Store):
             limit=limit,
             exact=True,
         )
-        return {str(h.value): h.count for h in response.hits if h.count > 0}
+        return [(str(h.value), h.count) for h in response.hits]
 
-    def search(self, physical: str, spec: SearchSpec, info: CollectionInfo) -> list[Hit]:
-        if spec.selector.selects_nothing:
-            return []
-        flt = _filter(spec.selector)
-        dense_using = info.dense_name or None
-        dense_q = list(spec.dense) if spec.dense is not None else None
-        sparse_q = (
-            m.SparseVector(indices=spec.sparse.indices, values=spec.sparse.values)
-            if spec.sparse is not None and info.sparse_name
-            else None
-        )
-        if dense_q is not None and sparse_q is not None:
-            side = spec.candidates
-            requests = [
-                m.QueryRequest(
-                    prefetch=[
-                        m.Prefetch(
-                            query=dense_q,
-                            using=dense_using,
-                            limit=side,
-                            filter=flt,
-                            params=_params(side),
-                        ),
-                        m.Prefetch(query=sparse_q, using=info.sparse_name, limit=side, filter=flt),
-                    ],
-                    query=_fusion(spec),
-                    filter=flt,
-                    limit=spec.limit,
-                    with_payload=True,
-                    with_vector=_with_vector(info.dense_name),
-                ),
-                m.QueryRequest(
-                    query=dense_q, using=dense_using, filter=flt, limit=side, params=_params(side)
-                ),
-                m.QueryRequest(query=sparse_q, using=info.sparse_name, filter=flt, limit=side),
-            ]
-            fused, dense, sparse = self._call(
-                self._client.query_batch_points, physical, requests=requests
-            )
-            hits = [hit_from(p, True) for p in fused.points]
-            return annotate(hits, id_scores(dense.points), id_scores(sparse.points), spec.dense)
-        if dense_q is None and sparse_q is None:
-            return []
-        side_name = "dense" if dense_q is not None else "sparse"
+    def _nearest(
+        self,
+        physical: str,
+        query: Sequence[float] | SparseVec,
+        spec: SearchSpec,
+        info: CollectionInfo,
+    ) -> list[Hit]:
+        dense = not isinstance(query, SparseVec)
         response = self._call(
             self._client.query_points,
             physical,
-            query=dense_q if dense_q is not None else sparse_q,
-            using=dense_using if dense_q is not None else info.sparse_name,
-            query_filter=flt,
+            query=list(query) if dense else _sparse(query),
+            using=(info.dense_name or None) if dense else info.sparse_name,
+            query_filter=_filter(spec.selector),
             limit=spec.limit,
-            search_params=_params(spec.limit) if dense_q is not None else None,
+            search_params=_params(spec.limit) if dense else None,
             with_payload=True,
             with_vectors=_with_vector(info.dense_name) if spec.with_dense else False,
         )
-        hits = [hit_from(p, spec.with_dense) for p in response.points]
-        return rank_single_side(hits, side_name)
+        return [hit_from(p, spec.with_dense) for p in response.points]
+
+    def _hybrid(
+        self, physical: str, spec: SearchSpec, info: CollectionInfo
+    ) -> tuple[list[Hit], list[tuple[str, float]], list[tuple[str, float]]]:
+        assert spec.dense is not None and spec.sparse is not None
+        flt = _filter(spec.selector)
+        dense_q, sparse_q = list(spec.dense), _sparse(spec.sparse)
+        dense_using, side = info.dense_name or None, spec.candidates
+        requests = [
+            m.QueryRequest(
+                prefetch=[
+                    m.Prefetch(
+                        query=dense_q,
+                        using=dense_using,
+                        limit=side,
+                        filter=flt,
+                        params=_params(side),
+                    ),
+                    m.Prefetch(query=sparse_q, using=info.sparse_name, limit=side, filter=flt),
+                ],
+                query=_fusion(spec),
+                filter=flt,
+                limit=spec.limit,
+                with_payload=True,
+                with_vector=_with_vector(info.dense_name),
+            ),
+            m.QueryRequest(
+                query=dense_q, using=dense_using, filter=flt, limit=side, params=_params(side)
+            ),
+            m.QueryRequest(query=sparse_q, using=info.sparse_name, filter=flt, limit=side),
+        ]
+        fused, dense, sparse = self._call(
+            self._client.query_batch_points, physical, requests=requests
+        )
+        hits = [hit_from(p, True) for p in fused.points]
+        return hits, id_scores(dense.points), id_scores(sparse.points)
 
     def close(self) -> None:
         self._call(self._client.close)
+
+
+def _sparse(vector: SparseVec) -> m.SparseVector:
+    return m.SparseVector(indices=vector.indices, values=vector.values)
 
 
 def _params(limit: int) -> m.SearchParams:
@@ -310,7 +302,7 @@ def _vectors(point: PointData) -> dict[str, Any]:
     dense = point.dense.tolist() if hasattr(point.dense, "tolist") else list(point.dense)
     vectors: dict[str, Any] = {DENSE: dense}
     if point.sparse is not None and point.sparse.indices:
-        vectors[SPARSE] = m.SparseVector(indices=point.sparse.indices, values=point.sparse.values)
+        vectors[SPARSE] = _sparse(point.sparse)
     return vectors
 
 

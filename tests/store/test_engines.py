@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,8 @@ from rag_api.store import (
     extract_text,
     open_store,
     point_id,
+    search_plan,
+    search_sides,
     sparse_encoder,
 )
 from rag_api.store.edge import EdgeStore
@@ -165,6 +168,27 @@ def test_dense_sparse_and_hybrid_search(store: Store) -> None:
         info,
     )
     assert {h.payload["source"] for h in filtered} == {"crm/cliente_456", "crm/cliente_789"}
+
+
+def test_store_plans_the_search_once(store: Store) -> None:
+    """A side with nothing to search (a BM25 query of stop words, a collection without BM25
+    vectors) leaves the other alone; a selector that selects nothing answers nothing."""
+    physical = fill(store)
+    info = store.info("docs")
+    stop_words = sparse_encoder("en").query("the of and")
+    assert not stop_words.indices
+    dense_only = store.search(physical, SearchSpec(limit=3, dense=vector(3)), info)
+    spec = SearchSpec(limit=3, dense=vector(3), sparse=stop_words)
+    assert search_plan(spec, info) == "dense"
+    assert store.search(physical, spec, info) == dense_only
+    assert store.search(physical, SearchSpec(limit=3, sparse=stop_words), info) == []
+    without_bm25 = replace(info, sparse_name=None)
+    assert search_sides("hybrid", without_bm25) == search_sides("sparse", without_bm25)
+    assert search_sides("sparse", without_bm25) == (True, False)
+    nothing = replace(spec, selector=Selector(ids=()))
+    assert store.search(physical, nothing, info) == []
+    assert store.facet(physical, "source", Selector(files=())) == {}
+    assert store.scroll(physical, Selector(sources=())) == ([], None)
 
 
 def test_alias_swap_and_drop(store: Store) -> None:
