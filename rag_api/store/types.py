@@ -109,12 +109,6 @@ class Selector:
             clauses.append(Condition("has_vector", SPARSE, negated=not self.has_sparse))
         return clauses
 
-    def narrowed(self, **changes: Any) -> Selector:
-        """A copy with more conditions."""
-        from dataclasses import replace
-
-        return replace(self, **changes)
-
 
 def _equality(key: str, value: Scalar) -> Condition:
     """A stored 3 matches 3.0; a fractional float can only be matched as a one-point range."""
@@ -135,12 +129,6 @@ class SearchSpec:
     fusion: str = "rrf"  # rrf | dbsf
     rrf_k: int = 60
     with_dense: bool = False
-
-    @property
-    def mode(self) -> str:
-        if self.dense is not None and self.sparse is not None:
-            return "hybrid"
-        return "dense" if self.dense is not None else "sparse"
 
 
 @dataclass(frozen=True, slots=True)
