@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_api.config import ChunkingConfig
+from rag_api.metadata import MAX_DEPTH, InvalidMetadata, check_metadata, value_problem
 
 # Raising this re-indexes every file: chunk boundaries are part of what a stored chunk is.
 # 2: plain text is cut at paragraphs first (an edit used to shift every later chunk boundary).
@@ -94,6 +95,12 @@ def parse_jsonl(text: str, file_source: str) -> ReadResult:
         except ValueError as exc:
             result.warnings.append(f"line {number}: invalid JSON ({exc.msg})")
             continue
+        except RecursionError:
+            result.warnings.append(f"line {number}: nested more than {MAX_DEPTH} levels deep")
+            continue
+        if problem := value_problem(item):
+            result.warnings.append(f"line {number}: {problem[1]}")
+            continue
         if not isinstance(item, dict) or not isinstance(item.get("text"), str):
             result.warnings.append(f"line {number}: expected an object with a string 'text'")
             continue
@@ -109,6 +116,11 @@ def parse_jsonl(text: str, file_source: str) -> ReadResult:
         extra = {k: v for k, v in item.items() if k not in ("text", "source", "chunk_index")}
         metadata = extra.pop("metadata", None)
         metadata = {**extra, **metadata} if isinstance(metadata, dict) else extra
+        try:
+            check_metadata(metadata)
+        except InvalidMetadata as exc:
+            result.warnings.append(f"line {number}: metadata {exc}")
+            continue
         result.chunks.append(Chunk(item["text"].strip(), source, chunk_index, metadata))
     return result
 

@@ -14,6 +14,7 @@ import numpy as np
 from rag_api.chunking import Chunk
 from rag_api.collection import Collection
 from rag_api.errors import EmbedderUnavailable
+from rag_api.metadata import require_metadata
 from rag_api.sequence import SEQ_FIELD
 from rag_api.store import PointData, Record, Selector, point_id
 
@@ -64,6 +65,8 @@ class DocumentWrite:
 
     def prepare(self, physical: str) -> list[str]:
         """Load reusable vectors; return the texts that still need embedding (deduplicated)."""
+        for chunk in self.chunks:  # nothing the store could not read back gets near it
+            require_metadata(chunk.metadata)
         prefix = self.collection.cfg.embedder.document_prefix
         self.hashes = [content_hash(c.text, prefix) for c in self.chunks]
         scopes = [self.scope] + ([self.reuse_from] if self.reuse_from is not None else [])

@@ -1,8 +1,14 @@
-"""Every request body of this API is JSON: `curl -d '{...}'` (which labels it a form) works too."""
+"""Every request body of this API is JSON: `curl -d '{...}'` (which labels it a form) works too,
+and a body that Python's parser accepts but nothing downstream can hold is refused up front."""
 
 from __future__ import annotations
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+import json
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from rag_api.api_errors import render_error
+from rag_api.metadata import MAX_DEPTH, value_problem
 
 # What a client sends when it did not say: curl -d, a bare HTML form post, or no header at all.
 UNLABELLED = {b"", b"application/x-www-form-urlencoded", b"text/plain"}
@@ -10,16 +16,67 @@ UNLABELLED = {b"", b"application/x-www-form-urlencoded", b"text/plain"}
 
 class JsonBodies:
     """Relabels an unlabelled request body as JSON before routing; no route here takes a form.
-    A body that is not JSON then gets the usual 422 in the one error shape."""
+    A body that is not JSON then gets the usual 422 in the one error shape. A JSON body holding
+    what no route can use (nesting past MAX_DEPTH, a lone surrogate, NaN or Infinity, an integer
+    beyond 64 bits) is refused here in the route's error shape, before any route runs."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] in ("POST", "PUT", "PATCH"):
-            label = dict(scope["headers"]).get(b"content-type", b"")
-            if label.split(b";")[0].strip().lower() in UNLABELLED:
-                headers = [(k, v) for k, v in scope["headers"] if k != b"content-type"]
-                headers.append((b"content-type", b"application/json"))
-                scope = {**scope, "headers": headers}
-        await self.app(scope, receive, send)
+        if scope["type"] != "http" or scope["method"] not in ("POST", "PUT", "PATCH"):
+            await self.app(scope, receive, send)
+            return
+        label = dict(scope["headers"]).get(b"content-type", b"")
+        if label.split(b";")[0].strip().lower() in UNLABELLED:
+            headers = [(k, v) for k, v in scope["headers"] if k != b"content-type"]
+            headers.append((b"content-type", b"application/json"))
+            scope = {**scope, "headers": headers}
+        body = await _read_body(receive)
+        problem = body_problem(body)
+        if problem is not None:
+            field, message = problem
+            response = render_error(scope["path"], 422, "INVALID_REQUEST", message, field)
+            await response(scope, receive, send)
+            return
+        await self.app(scope, _replay(body, receive), send)
+
+
+def body_problem(body: bytes) -> tuple[str, str] | None:
+    """(field, message) for a JSON body no route can hold; None when it is fine or not JSON at all
+    (the route's own parser reports invalid JSON)."""
+    if not body.strip():
+        return None
+    try:
+        document = json.loads(body)
+    except RecursionError:
+        return "body", f"body: nested more than {MAX_DEPTH} levels deep"
+    except ValueError:
+        return None
+    return value_problem(document)
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """The body once, then the client's own messages (a disconnect during a streamed answer)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rag_api.answer import answer
 from rag_api.config import Mode, check_metadata_keys
 from rag_api.hub import Hub
+from rag_api.metadata import MAX_KEYS
 from rag_api.retrieval import SearchRequest, search
 
 MetadataValue = str | int | float | bool
@@ -18,7 +19,8 @@ MetadataValue = str | int | float | bool
 class Filters(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    metadata: dict[str, MetadataValue] = {}
+    # each key is one more condition on every candidate point: no more than metadata can hold
+    metadata: Annotated[dict[str, MetadataValue], Field(max_length=MAX_KEYS)] = {}
     source_prefix: Annotated[str, Field(min_length=1, max_length=512)] | None = None
 
     _keys = field_validator("metadata")(check_metadata_keys)

@@ -50,6 +50,16 @@ def plain_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServe
     server.stop()
 
 
+DOC = {"source": "s", "text": "a document"}
+
+
+def nested(depth: int) -> list:
+    value: list = [1]
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
 def rag(server: LiveServer, **kwargs) -> httpx.Client:
     return httpx.Client(base_url=server.url + "/v1/rag", timeout=60, **kwargs)
 
@@ -233,12 +243,59 @@ def test_limits_answer_413(tmp_path: Path, make_settings, serve) -> None:
         ("/chunks/list", {"limit": 0}, "limit"),
         ("/chunks/list", {"metadata": {"bad key": 1}}, "metadata"),
         ("/reload", {"force_rebuild": "sometimes"}, "force_rebuild"),
+        # metadata is a flat map of scalars and short lists of scalars (rag_api.metadata)
+        ("/upsert/document", {**DOC, "metadata": {"k": nested(126)}}, "metadata: nested"),
+        ("/upsert/document", {**DOC, "metadata": {"k": nested(2)}}, "metadata: key 'k'"),
+        ("/upsert/document", {**DOC, "metadata": {"k": {"a": 1}}}, "a nested object"),
+        ("/add/document", {**DOC, "metadata": {f"k{i}": i for i in range(65)}}, "65 keys"),
+        ("/add/document", {**DOC, "metadata": {"k" * 65: 1}}, "metadata: key"),
+        ("/add/document", {**DOC, "metadata": {"k\u2028": 1}}, "metadata: key"),
+        ("/add/document", {**DOC, "metadata": {"k": "v" * 2049}}, "2049 characters"),
+        ("/add/document", {**DOC, "metadata": {"k": list(range(65))}}, "65 items"),
+        ("/add/document", {**DOC, "metadata": {f"k{i}": "v" * 300 for i in range(60)}}, "bytes"),
+        ("/add/chunks", {"items": [{"text": "x", "metadata": {"k": [[1]]}}]}, "items.0.metadata"),
+        ("/chunks/update", {"index": 0, "new_metadata": {"k": {"a": 1}}}, "new_metadata"),
+        # values Python's JSON parser accepts but nothing downstream can hold
+        ("/upsert/document", '{"source": "s", "text": "\\ud800"}', "text: contains a lone"),
+        (
+            "/upsert/document",
+            '{"source": "s", "text": "x", "metadata": {"k": "\\udfff"}}',
+            "metadata.k",
+        ),
+        (
+            "/upsert/document",
+            '{"source": "s", "text": "x", "metadata": {"\\ud800": 1}}',
+            "metadata",
+        ),
+        (
+            "/upsert/document",
+            '{"source": "s", "text": "x", "metadata": {"k": NaN}}',
+            "metadata.k: NaN",
+        ),
+        ("/add/document", '{"text": "x", "metadata": {"k": [-Infinity]}}', "metadata.k.0: NaN"),
+        ("/upsert/document", {**DOC, "metadata": {"k": 2**63}}, "metadata.k: integer outside"),
+        ("/chunks/update", {"index": 2**63, "new_text": "x"}, "index: integer outside"),
+        ("/chunks/update", {"source": "s", "chunk_index": 2**64, "new_text": "x"}, "chunk_index"),
+        ("/chunks/list", {"metadata": {"k": 2**63}}, "metadata.k: integer outside"),
+        ("/chunks/list", {"metadata": {f"k{i}": 1 for i in range(65)}}, "metadata"),
+        ("/search", {"query": "x", "filters": {"metadata": {f"k{i}": 1 for i in range(65)}}}, "64"),
+        ("/chunks/list", {"metadata": {"k": -(2**63) - 1}}, "metadata.k: integer outside"),
+        ("/search", {"query": "x", "filters": {"metadata": {"k": 2**63}}}, "filters.metadata.k"),
+        ("/search", '{"query": "x", "filters": {"metadata": {"k": NaN}}}', "filters.metadata.k"),
+        ("/upsert/document", {"source": "a\u0085b", "text": "x"}, "source"),
+        ("/upsert/document", {"source": "a\u2028b", "text": "x"}, "source"),
+        ("/add/document", {"text": "x", "source": "a\u2029b"}, "source"),
     ],
 )
-def test_bad_bodies_name_the_field(plain_server: LiveServer, path: str, body: dict, field: str):
+def test_bad_bodies_name_the_field(
+    plain_server: LiveServer, path: str, body: dict | str, field: str
+):
     with rag(plain_server) as http:
-        error = assert_error_shape(http.post(path, json=body), 422, "INVALID_REQUEST")
+        before = http.get("/status").json()["chunks"]
+        sent = {"json": body} if isinstance(body, dict) else {"content": body.encode()}
+        error = assert_error_shape(http.post(path, **sent), 422, "INVALID_REQUEST")
         assert field in error["message"]
+        assert http.get("/status").json()["chunks"] == before  # nothing written
 
 
 def test_bad_json_and_bad_query_parameters(plain_server: LiveServer) -> None:

@@ -141,6 +141,11 @@ def test_every_error_has_the_one_shape(small: LiveServer) -> None:
             "metadata key 'a.b'"
             in assert_error_shape(bad_filter, 422, "INVALID_REQUEST")["message"]
         )
+        too_big = {"query": "x", "filters": {"metadata": {"k": 2**63}}}
+        huge_int = assert_error_shape(
+            client.post("/query/docs", json=too_big), 422, "INVALID_REQUEST"
+        )
+        assert huge_int["message"] == "filters.metadata.k: integer outside the signed 64-bit range"
         broken = client.post(
             "/query/docs", content=b"{not json", headers={"content-type": "application/json"}
         )

@@ -72,6 +72,27 @@ def test_jsonl_lines_defaults_metadata_and_bad_lines() -> None:
     assert "invalid JSON" in result.warnings[0]
 
 
+@pytest.mark.parametrize(
+    ("line", "why"),
+    [
+        ('{"text": "t", "metadata": {"k": ' + "[" * 126 + "1" + "]" * 126 + "}}", "nested more"),
+        ('{"text": "t", "k": ' + "[" * 100_000 + "]" * 100_000 + "}", "nested more"),
+        ('{"text": "t", "metadata": {"k": {"a": 1}}}', "metadata key 'k': a nested object"),
+        ('{"text": "t", "tags": [[1]]}', "metadata key 'tags': a nested list"),
+        ('{"text": "t", "embedding": ' + str(list(range(65))) + "}", "65 items"),
+        ('{"text": "t", "k": NaN}', "k: NaN"),
+        ('{"text": "t", "k": 9223372036854775808}', "k: integer outside"),
+        ('{"text": "\\ud800"}', "text: contains a lone surrogate"),
+        ('{"text": "t", "source": "\\udc00"}', "source: contains a lone surrogate"),
+    ],
+)
+def test_jsonl_lines_the_store_cannot_hold_are_skipped(line: str, why: str) -> None:
+    result = parse_jsonl('{"text": "kept"}\n' + line, "data.jsonl")
+    assert [c.text for c in result.chunks] == ["kept"]
+    assert len(result.warnings) == 1 and result.warnings[0].startswith("line 2: ")
+    assert why in result.warnings[0]
+
+
 def test_text_decoding(tmp_path: Path) -> None:
     latin = tmp_path / "latin.txt"
     latin.write_bytes("Política de devolución: 14 días.".encode("latin-1"))

@@ -206,6 +206,13 @@ def test_model_routing_and_citations_switch(server, client):
     assert info.value.code == "rag_not_enabled"
 
 
+def deep(depth: int) -> list:
+    value: list = ["hi"]
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
 MALFORMED = [
     ("responses", {"model": "docs"}, "input", "Field required"),
     ("responses", {"model": "docs", "input": 5}, "input", "string or a list"),
@@ -266,12 +273,34 @@ MALFORMED = [
         "less than or equal to 2",
     ),
     ("chat/completions", {"model": "docs", "messages": ask("hi"), "n": 2}, "n", "less than"),
+    # values Python's JSON parser accepts but nothing downstream can hold (rag_api.json_body)
+    (
+        "chat/completions",
+        '{"model": "docs", "messages": [{"role": "user", "content": "\\ud800"}]}',
+        "messages[0].content",
+        "lone surrogate",
+    ),
+    ("responses", '{"model": "docs", "input": "hi \\udc00"}', "input", "lone surrogate"),
+    ("responses", {"model": "docs", "input": deep(300)}, "input", "nested more than 64"),
+    (
+        "chat/completions",
+        {"model": "docs", "messages": [{"role": "user", "content": deep(400)}]},
+        "messages",
+        "nested more than 64",
+    ),
+    (
+        "chat/completions",
+        '{"model": "docs", "messages": [], "temperature": NaN}',
+        "temperature",
+        "NaN",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("route", "body", "param", "message"), MALFORMED)
 def test_malformed_requests_are_400_in_openai_shape(server, route, body, param, message):
-    response = httpx.post(f"{server.url}/v1/{route}", json=body)
+    sent = {"json": body} if isinstance(body, dict) else {"content": body.encode()}
+    response = httpx.post(f"{server.url}/v1/{route}", **sent)
     assert response.status_code == 400, response.text
     error = response.json()["error"]
     assert set(error) == {"message", "type", "param", "code"}

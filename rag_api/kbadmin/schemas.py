@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any
 
 from pydantic import (
@@ -16,25 +15,27 @@ from pydantic import (
 
 from rag_api.config import Language
 from rag_api.errors import PayloadTooLarge
+from rag_api.metadata import check_metadata, has_line_break_or_control
 from rag_api.query import Filters, MetadataValue, SearchFields
 
 SOURCE_MAX_CHARS = 512
 DOCUMENT_MAX_CHARS = 200_000  # one /add/document or /upsert/document text
 CHUNK_MAX_CHARS = 20_000  # one pre-chunked item, or a chunk's new_text
 ITEMS_MAX = 256  # items per /add/chunks
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _check_source(value: str) -> str:
     if not value.strip():
         raise ValueError("must not be blank")
-    if _CONTROL.search(value):
-        raise ValueError("must not contain control characters (newlines, tabs, NUL...)")
+    if has_line_break_or_control(value):
+        raise ValueError(
+            "must not contain control characters (newlines, tabs, NUL, U+0085, U+2028...)"
+        )
     return value
 
 
 Source = Annotated[str, Field(max_length=SOURCE_MAX_CHARS), AfterValidator(_check_source)]
-Metadata = dict[str, Any]
+Metadata = Annotated[dict[str, Any], AfterValidator(check_metadata)]  # rules: rag_api.metadata
 QueryText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=8000)]
 
 

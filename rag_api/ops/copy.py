@@ -16,6 +16,7 @@ from typing import Any
 from rag_api.collection import Collection
 from rag_api.errors import MigrationFailed
 from rag_api.ingest import content_hash, embed_texts
+from rag_api.metadata import value_problem
 from rag_api.store import PointData, Selector, extract_text
 
 BATCH = 64  # points embedded and written per step: one progress tick, one upsert
@@ -73,6 +74,11 @@ def copy_points(
             raise MigrationFailed(
                 f"point {record.id} of {source} has no text to re-embed; "
                 "`rag-hub check --repair` or delete it, then run the migration again"
+            )
+        if problem := value_problem(payload):  # copied, it could make the new collection unreadable
+            raise MigrationFailed(
+                f"point {record.id} of {source} has a payload the store cannot hold "
+                f"({problem[1]}); `rag-hub check --repair` or delete it, then run the migration again"
             )
         stats.examined += 1
         seen.add(record.id)
