@@ -110,6 +110,20 @@ class StoreUnavailable(UpstreamUnavailable):
     code = "STORE_UNAVAILABLE"
 
 
+class StoreCorrupted(StoreUnavailable):
+    """The embedded store holds data it cannot read back (written before the hub refused it)."""
+
+    code = "STORE_CORRUPTED"
+
+    def __init__(self, detail: str) -> None:
+        RagError.__init__(
+            self,
+            f"embedded Qdrant cannot read its stored data back ({_cut(detail, 160)}); "
+            "`rag-hub check --repair` rebuilds the collection from what is readable and its kb folder",
+        )
+        self.upstream = "embedded Qdrant"
+
+
 class EmbedderUnavailable(UpstreamUnavailable):
     code = "EMBEDDER_UNAVAILABLE"
 

@@ -50,6 +50,9 @@ def check_collection(
     if repair and inspection.writable and inspection.plan:
         result.repairs = apply_repairs(collection, inspection.plan, max_bytes)
         again = inspect_collection(collection, sample, max_bytes)
+        if inspection.plan.rebuild and again.plan:  # what the rebuild dropped, from the kb folder
+            result.repairs += apply_repairs(collection, again.plan, max_bytes)
+            again = inspect_collection(collection, sample, max_bytes)
         still = {f.key for f in again.findings}
         for finding in result.findings:
             finding.repaired = finding.key not in still

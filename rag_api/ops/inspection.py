@@ -1,9 +1,10 @@
 """The integrity check of one collection: store vs collections.yaml vs its kb folder.
 
 `inspect_collection` only reads; it returns the findings and a `RepairPlan` of what can be fixed
-safely (see rag_api.ops.repair). Checks: alias, dimension, embedder, files (every kb file indexed
-with its current hash and all its chunks), orphans, payload, duplicates, vectors (a sample
-re-embedded now), sparse (BM25 vectors where the mode uses them).
+safely (see rag_api.ops.repair). Checks: store (every point can be read back), alias, dimension,
+embedder, files (every kb file indexed with its current hash and all its chunks), orphans,
+payload, duplicates, vectors (a sample re-embedded now), sparse (BM25 vectors where the mode uses
+them).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ import numpy as np
 from rag_api import kb
 from rag_api.chunking import UnreadableFile, read_chunks
 from rag_api.collection import Collection
-from rag_api.errors import RagError
+from rag_api.errors import RagError, StoreCorrupted
 from rag_api.ingest import content_hash, embed_texts
+from rag_api.metadata import value_problem
 from rag_api.ops.findings import ERROR, WARNING, Finding
 from rag_api.store import CollectionInfo, Selector, extract_source, extract_text, point_id
 
@@ -34,9 +36,10 @@ class RepairPlan:
     orphans: set[str] = field(default_factory=set)  # vanished kb files whose chunks remain
     duplicates: set[str] = field(default_factory=set)  # point ids to delete
     sparse: set[str] = field(default_factory=set)  # point ids to give their BM25 vector back
+    rebuild: str | None = None  # a physical collection holding unreadable data
 
     def __bool__(self) -> bool:
-        return bool(self.reindex or self.orphans or self.duplicates or self.sparse)
+        return bool(self.reindex or self.orphans or self.duplicates or self.sparse or self.rebuild)
 
 
 @dataclass
@@ -73,6 +76,18 @@ def inspect_collection(
     collection: Collection, sample: int = 16, max_bytes: int = kb.DEFAULT_MAX_BYTES
 ) -> Inspection:
     """Every finding for one collection, and the repairs that would be safe."""
+    try:
+        return _inspect(collection, sample, max_bytes)
+    except StoreCorrupted as exc:
+        result = Inspection(collection.name, None)
+        rebuildable = collection.store.embedded
+        result.add("store", exc.message, repairable=rebuildable)
+        if rebuildable:
+            result.plan.rebuild = collection.store.resolve(collection.name)
+        return result
+
+
+def _inspect(collection: Collection, sample: int, max_bytes: int) -> Inspection:
     name, store = collection.name, collection.store
     aliases = store.aliases()
     if name in aliases and aliases[name] not in store.physical_collections():
@@ -122,6 +137,8 @@ def _scan(collection: Collection, info: CollectionInfo) -> _Scan:
             scan.bad.append((record.id, "no source", origin_file))
             continue
         stored_hash = payload.get("content_hash")
+        if problem := value_problem(payload):  # foreign points too: the store cannot hold it
+            scan.bad.append((record.id, f"payload {problem[1]}", origin_file))
         if not text.strip():
             scan.bad.append((record.id, "empty text", origin_file))
         elif payload.get("embedder") == ours:

@@ -18,9 +18,12 @@ log = logging.getLogger("rag_api.ops.repair")
 def apply_repairs(
     collection: Collection, plan: RepairPlan, max_bytes: int = kb.DEFAULT_MAX_BYTES
 ) -> list[Repair]:
-    """Delete duplicates and orphans, re-index files, restore BM25 vectors; say what was done."""
+    """Rebuild an unreadable store; delete duplicates and orphans, re-index files, restore BM25
+    vectors; say what was done."""
     name = collection.name
     done: list[Repair] = []
+    if plan.rebuild:
+        done.append(_rebuild(collection, plan.rebuild))
     if plan.duplicates:
         deleted = delete_points(collection, Selector(ids=tuple(sorted(plan.duplicates))))
         done.append(Repair(name, "deleted duplicates", f"{deleted} points"))
@@ -41,6 +44,20 @@ def apply_repairs(
     for repair in done:
         log.info("%s: %s: %s", name, repair.action, repair.detail)
     return done
+
+
+def _rebuild(collection: Collection, physical: str) -> Repair:
+    """Rebuild a collection whose store holds unreadable points, with every reader and writer
+    waiting; what it drops that came from kb files is re-indexed by the next pass."""
+    with collection.writes.write(), collection.lock.write():
+        rebuilt = collection.store.rebuild(physical)
+    collection.invalidate()
+    detail = f"{rebuilt.kept} points kept, {len(rebuilt.dropped)} unreadable dropped"
+    if rebuilt.dropped:
+        detail += f" ({', '.join(rebuilt.dropped[:5])}{' …' if len(rebuilt.dropped) > 5 else ''})"
+    if not rebuilt.replayed:
+        detail += "; its write-ahead log was unreadable: writes after its last flush (a clean stop flushes) are lost"
+    return Repair(collection.name, "rebuilt the store", f"{detail}; old data in {rebuilt.old_copy}")
 
 
 def _restore_sparse(collection: Collection, ids: list[str]) -> int:

@@ -7,12 +7,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from rag_api.errors import StoreUnavailable
 from rag_api.store.types import (
     CollectionInfo,
     Condition,
     Hit,
     Layout,
     PointData,
+    Rebuilt,
     Record,
     SearchSpec,
     Selector,
@@ -238,6 +240,12 @@ class Store(ABC):
     def optimize(self, physical: str) -> None:
         """Build indexes after a bulk load (a no-op where the engine does it itself)."""
         return None
+
+    def rebuild(self, physical: str) -> Rebuilt:
+        """Replace a collection that holds unreadable data with everything still readable."""
+        raise StoreUnavailable(
+            self.location, "only the embedded store can be rebuilt here; restore a snapshot"
+        )
 
     def close(self) -> None:
         """Release the engine (flushes the embedded store)."""

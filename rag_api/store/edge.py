@@ -8,13 +8,14 @@ import os
 import shutil
 import threading
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import qdrant_edge as qe
 
-from rag_api.errors import StoreLocked, StoreUnavailable
+from rag_api.errors import StoreCorrupted, StoreLocked, StoreUnavailable
 from rag_api.store.aliases import AliasFile
 from rag_api.store.base import (
     PAYLOAD_INDEXES,
@@ -26,6 +27,7 @@ from rag_api.store.base import (
     record_from,
     rrf_engine_k,
 )
+from rag_api.store.salvage import engine_failure, rebuild_shard, unreadable
 from rag_api.store.types import (
     DENSE,
     SPARSE,
@@ -34,6 +36,7 @@ from rag_api.store.types import (
     Hit,
     Layout,
     PointData,
+    Rebuilt,
     Record,
     SearchSpec,
     Selector,
@@ -228,6 +231,23 @@ class EdgeStore(Store):
     def optimize(self, physical: str) -> None:
         _call(self._shard(physical).optimize)
 
+    def rebuild(self, physical: str) -> Rebuilt:
+        """Replace a shard that holds unreadable data with one of everything still readable
+        (rag_api.store.salvage); the old folder is kept under .quarantine/ for forensics."""
+        with self._guard:
+            folder = self._shard_dir(physical)
+            shard = self._shards.pop(physical, None)
+            if shard is not None:
+                shard.close()
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
+            work = self.root / ".quarantine" / f"{physical}-{stamp}"
+            rebuilt, kept, dropped, replayed = _call(rebuild_shard, folder, work / "work")
+            os.rename(folder, work / physical)
+            os.rename(rebuilt, folder)
+            shutil.rmtree(work / "work", ignore_errors=True)
+            self._configs.pop(physical, None)
+        return Rebuilt(kept, tuple(dropped), replayed, str(work / physical))
+
     def close(self) -> None:
         with self._guard:
             for shard in self._shards.values():
@@ -292,7 +312,11 @@ def _call(fn, *args):
         return fn(*args)
     except (StoreUnavailable, StoreLocked):
         raise
-    except Exception as exc:  # the engine raises plain Exception with its message
+    except BaseException as exc:  # the engine raises plain Exception with its message, or panics
+        if not engine_failure(exc):
+            raise
+        if unreadable(str(exc)):
+            raise StoreCorrupted(str(exc)) from exc
         raise StoreUnavailable("embedded Qdrant", str(exc)) from exc
 
 

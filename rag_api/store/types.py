@@ -153,3 +153,13 @@ class Layout:
 
     shard_number: int | None = None
     replication_factor: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rebuilt:
+    """What rebuilding an unreadable collection kept and dropped (Store.rebuild)."""
+
+    kept: int  # points copied into the new collection
+    dropped: tuple[str, ...]  # ids of the points that could not be read back
+    replayed: bool  # False: the write-ahead log was unreadable, unflushed writes are lost
+    old_copy: str  # where the old data was moved

@@ -1,0 +1,116 @@
+"""Rebuild an embedded shard that holds data the engine cannot read back.
+
+A payload nested past the engine's decoder limit (~120 levels, written before the hub refused
+such metadata) is stored fine, but then every read that touches it fails, and so does the replay
+of its write-ahead log when the shard is opened again. The engine cannot skip one bad log entry or
+point, so the way out is a new shard with everything still readable:
+
+1. Open the shard as it is; if its log cannot be replayed, open a copy of its segments without
+   the log (writes since the last flush are then lost: a clean shutdown flushes).
+2. List every point id (ids and vectors decode, payloads may not), read the points back in
+   batches, halving a batch that fails until the unreadable points are isolated; drop those and
+   any payload the store could not hold (rag_api.metadata.value_problem).
+3. Write the rest, with their vectors and the payload indexes, into a fresh shard with the same
+   configuration. The caller swaps it in and keeps the old folder aside.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import qdrant_edge as qe
+
+from rag_api.metadata import value_problem
+
+BATCH = 256
+CONFIG_FILE = "edge_config.json"
+# how the engine words a payload or log entry it cannot decode
+_UNREADABLE = ("deserialize", "Payload storage is corrupted", "read WAL", "recursion limit")
+
+
+def engine_failure(exc: BaseException) -> bool:
+    """Whether the engine raised `exc`: an error, or a panic (pyo3 raises those as BaseException,
+    which would otherwise pass every `except Exception` up to the server and kill it)."""
+    return isinstance(exc, Exception) or type(exc).__name__ == "PanicException"
+
+
+def unreadable(message: str) -> bool:
+    """Whether an engine error says stored data cannot be decoded (rebuilding is the way out)."""
+    return any(sign in message for sign in _UNREADABLE)
+
+
+def rebuild_shard(folder: Path, work: Path) -> tuple[Path, int, list[str], bool]:
+    """A readable copy of the shard in `folder`, built under `work` (created, must not exist):
+    (its folder, points kept, ids dropped, whether the write-ahead log could be replayed)."""
+    work.mkdir(parents=True)
+    source, replayed = _open_readable(folder, work)
+    target_dir = work / "rebuilt"
+    target_dir.mkdir()
+    shutil.copy2(folder / CONFIG_FILE, target_dir / CONFIG_FILE)
+    target = qe.EdgeShard.load(str(target_dir))  # no segments yet: the persisted config decides
+    kept, dropped = 0, []
+    try:
+        for field, index in source.info().payload_schema.items():
+            target.update(qe.UpdateOperation.create_field_index(field, _schema(index)))
+        for batch in _batches(_all_ids(source)):
+            points = []
+            for pid, record in _readable(source, batch):
+                if record is None or value_problem(record.payload or {}) is not None:
+                    dropped.append(str(pid))
+                else:
+                    points.append(qe.Point(record.id, record.vector or {}, record.payload or {}))
+            if points:
+                target.update(qe.UpdateOperation.upsert_points(points))
+                kept += len(points)
+        target.flush()
+    finally:
+        target.close()
+        source.close()
+    return target_dir, kept, dropped, replayed
+
+
+def _open_readable(folder: Path, work: Path) -> tuple[Any, bool]:
+    try:
+        return qe.EdgeShard.load(str(folder)), True
+    except BaseException as exc:
+        if not engine_failure(exc):
+            raise
+    segments_only = work / "segments-only"
+    shutil.copytree(folder, segments_only, ignore=shutil.ignore_patterns("wal"))
+    return qe.EdgeShard.load(str(segments_only)), False
+
+
+def _all_ids(shard: Any) -> list[Any]:
+    ids, offset = [], None
+    while True:
+        request = qe.ScrollRequest(limit=BATCH, offset=offset, with_payload=False)
+        records, offset = shard.scroll(request)
+        ids += [r.id for r in records]
+        if offset is None:
+            return ids
+
+
+def _batches(ids: list[Any]) -> Iterator[list[Any]]:
+    for start in range(0, len(ids), BATCH):
+        yield ids[start : start + BATCH]
+
+
+def _readable(shard: Any, ids: list[Any]) -> list[tuple[Any, Any]]:
+    """(id, record) for each id; record None for the points whose payload cannot be decoded."""
+    try:
+        records = shard.retrieve(ids, True, True)
+    except BaseException as exc:
+        if not engine_failure(exc):
+            raise
+        if len(ids) == 1:
+            return [(ids[0], None)]
+        middle = len(ids) // 2
+        return _readable(shard, ids[:middle]) + _readable(shard, ids[middle:])
+    return [(r.id, r) for r in records]
+
+
+def _schema(index: Any) -> Any:
+    return index.params if index.params is not None else index.data_type

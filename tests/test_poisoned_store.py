@@ -1,0 +1,93 @@
+"""A collection whose embedded store holds a point the engine cannot read back (metadata nested past
+its decoder limit, as versions before rag_api.metadata accepted): it answers 503 STORE_CORRUPTED in
+the error shape, the server still starts and serves the other collections, `rag-hub check` reports
+it and `--repair` rebuilds it from the readable points and its kb folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+from rag_api.hub import Hub
+from rag_api.ops.check import run_check
+from rag_api.retrieval import SearchRequest, search
+from rag_api.store import PointData, point_id
+from rag_api.sync import sync_collection
+from tests.conftest import LiveServer, assert_error_shape, hash_collection, run_cli, write_config
+
+
+def nested(depth: int) -> list:
+    value: list = [1]
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+def poison(hub: Hub, name: str) -> None:
+    """Write, below the hub's checks, what an older hub let through its admin API."""
+    physical = hub.collection(name).writable().physical
+    payload = {"text": "poison", "source": "poison", "chunk_index": 0, "origin": "api"}
+    payload |= {"persist": True, "seq": 99, "metadata": {"k": nested(126)}}
+    hub.store.upsert(physical, [PointData(point_id(name, "poison", 0), np.ones(64), payload)])
+
+
+@pytest.fixture
+def settings(tmp_path: Path, make_settings):
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "zebras.md").write_text("# Zebras\n\nZebras graze next to wildebeest.")
+    collections = {"docs": hash_collection(kb), "other": hash_collection()}
+    return make_settings(write_config(tmp_path / "c.yaml", collections))
+
+
+def rag(server: LiveServer) -> httpx.Client:
+    return httpx.Client(base_url=server.url + "/v1/rag", timeout=60)
+
+
+def test_a_poisoned_collection_fails_alone_in_the_error_shape(settings, serve) -> None:
+    server = serve(settings)
+    with rag(server) as http:
+        http.post("/reload", json={})
+        http.post("/add/document", json={"text": "an API note", "source": "note"})
+        poison(server.hub, "docs")
+        for response in (
+            http.get("/status"),
+            http.get("/sources"),
+            http.post("/search", json={"query": "zebras"}),
+            http.post("/reload", json={}),
+        ):
+            assert_error_shape(response, 503, "STORE_CORRUPTED")
+        assert "rag-hub check --repair" in http.get("/status").json()["error"]["message"]
+    server.stop()
+    again = serve(settings)  # the old store's log holds the poisoned write: replayed at open
+    with rag(again) as http:
+        assert_error_shape(http.get("/status"), 503, "STORE_CORRUPTED")
+        other = http.post("/add/document", json={"text": "still fine", "collection": "other"})
+        assert other.status_code == 200, other.text
+        assert http.get("/status", params={"collection": "other"}).json()["chunks"] == 1
+
+
+def test_check_reports_it_and_repair_rebuilds_it(settings, open_hub) -> None:
+    hub = open_hub(settings)
+    sync_collection(hub.collection("docs"))
+    kept = {"text": "an API note", "source": "note", "chunk_index": 0, "metadata": {"k": 1}}
+    physical = hub.collection("docs").writable().physical
+    hub.store.upsert(physical, [PointData(point_id("docs", "note", 0), np.ones(64), kept)])
+    poison(hub, "docs")
+    (finding,) = run_check(hub, "docs").as_dict()["findings"]
+    assert (finding["check"], finding["repairable"]) == ("store", True)
+    hub.close()  # the CLI opens the store again: the poisoned write is replayed from its log
+    env = {"RAG_CONFIG": str(settings.config), "RAG_DATA_DIR": str(settings.data_dir)}
+    repaired = run_cli("check", "--repair", env=env)
+    assert repaired.returncode == 0, repaired.stdout + repaired.stderr
+    assert "rebuilt the store: 2 points kept, 1 unreadable dropped" in repaired.stdout
+    hub = open_hub(settings)
+    assert run_check(hub).exit_code == 0
+    assert hub.store.sources(physical) == {"zebras.md": 1, "note": 1}
+    hits = search(hub.collection("docs"), SearchRequest("zebras")).passages
+    assert hits[0].source == "zebras.md"
+    quarantined = list((settings.data_dir / "qdrant" / ".quarantine").iterdir())
+    assert len(quarantined) == 1
