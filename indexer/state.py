@@ -55,6 +55,7 @@ class CollectionState:
         self._last_sync: datetime | None = None
         self._last_reconcile: datetime | None = None
         self._last_error: tuple[datetime, str] | None = None
+        self._held: str | None = None  # a mass removal found by a reconcile, not applied
         self._lock = threading.Lock()
 
     @property
@@ -102,6 +103,7 @@ class CollectionState:
                 self._skips.pop(rel, None)
             self._bad = {rel: bad for rel, bad in self._bad.items() if (self.root / rel).exists()}
             if full:
+                self._held = None
                 self._files = set(report.current)
                 self._skips = {r: why for r, why in self._skips.items() if r in report.skipped}
                 self._last_reconcile = now
@@ -125,6 +127,13 @@ class CollectionState:
             )
         for rel, why in sorted(new_skips.items()):
             log.warning("%s: skipped %s: %s", self.name, rel, why)
+
+    def hold(self, message: str) -> None:
+        """A reconcile found a mass removal: report it (logged once) instead of applying it."""
+        with self._lock:
+            repeated, self._held = self._held == message, message
+        if not repeated:
+            log.warning("%s: mass removal held: %s", self.name, message)
 
     def failed(self, exc: Exception, retry_max_s: float) -> float:
         """A sync failed (embedder or store down, ...): back off; returns the delay in seconds."""
@@ -151,7 +160,9 @@ class CollectionState:
             retry_in = max(self.retry_at - time.monotonic(), 0.0) if self.failures else None
             return {
                 "kb": str(self.root),
+                "kb_folder": kb.folder_problem(self.root),  # None: the folder can be listed
                 "watching": self.watching,
+                "held": self._held,
                 "files": len(self._files),
                 "queue": len(self.pending),
                 "reconcile_queued": self.pending.reconcile_queued,

@@ -13,6 +13,7 @@ from watchdog.observers.api import ObservedWatch
 from indexer.events import EVENT_TYPES, FolderEvents
 from indexer.pending import Work
 from indexer.state import CollectionState
+from rag_api.errors import MassRemoval
 from rag_api.hub import Hub
 from rag_api.sync import sync_collection
 
@@ -133,8 +134,8 @@ class Watcher:
 
     def _apply(self, state: CollectionState, work: Work) -> None:
         collection = state.collection
-        if not self._ensure_watch(state):
-            return  # an unmounted or vanished folder is not "every file was deleted": keep chunks
+        # a missing folder makes the sync raise KbFolderMissing: its chunks stay, the work waits
+        self._ensure_watch(state)
         try:
             report = sync_collection(
                 collection,
@@ -147,6 +148,10 @@ class Watcher:
                 info = collection.info(refresh=True)
                 if info is not None:
                     collection.store.optimize(info.physical)
+        except MassRemoval as exc:  # held and reported; the next rescan looks again
+            state.pending.restore(Work(work.paths, work.renames))
+            state.hold(exc.message)
+            return
         except Exception as exc:  # the watcher outlives any failure; the work waits for a retry
             state.pending.restore(work)
             state.failed(exc, self.retry_max_s)
@@ -187,11 +192,7 @@ class Watcher:
             self._observer.unschedule(current[0])
             del self._watches[state.name]
         if inode is None:
-            if state.watching is not False:
-                log.warning(
-                    "%s: kb folder %s does not exist; not watching it", state.name, state.root
-                )
-            state.watching = False
+            state.watching = False  # the sync that follows says why, once
             return False
         handler = self._handlers[state.name]
         try:

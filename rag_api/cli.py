@@ -9,13 +9,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import wraps
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from rag_api.errors import RagError
 from rag_api.ops.cli import check, migrate
 from rag_api.settings import Settings
+
+if TYPE_CHECKING:  # the store and the models load only when a command runs
+    from rag_api.hub import Hub
+    from rag_api.sync import SyncReport
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -130,15 +134,22 @@ def watch(settings: Settings, debounce: float | None, rescan: float | None) -> N
 @cli.command()
 @click.argument("collection", required=False)
 @click.option("--force", is_flag=True, help="Re-embed every file, changed or not.")
+@click.option(
+    "--prune",
+    is_flag=True,
+    help="Remove the chunks of a mass of vanished files without asking (see README).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
 @click.pass_obj
 @domain_errors
-def index(settings: Settings, collection: str | None, force: bool, as_json: bool) -> None:
-    """Sync collections with their kb folders: embed new and changed files, drop deleted ones."""
-    from tqdm import tqdm
+def index(
+    settings: Settings, collection: str | None, force: bool, prune: bool, as_json: bool
+) -> None:
+    """Sync collections with their kb folders: embed new and changed files, drop deleted ones.
 
-    from rag_api import kb
-    from rag_api.sync import sync_collection
+    A collection whose kb folder is missing is refused (exit 1) and the others go on.
+    """
+    from rag_api.errors import KbFolderMissing, MassRemoval
 
     with open_hub(settings) as hub:
         names = (
@@ -146,36 +157,73 @@ def index(settings: Settings, collection: str | None, force: bool, as_json: bool
             if collection
             else [n for n, c in hub.collections.items() if c.cfg.enabled]
         )
-        reports = []
+        api_fed = {n for n in names if hub.collections[n].kb_path is None}
+        reports: list[SyncReport] = []
+        refused = 0
         for name in names:
-            kb_coll = hub.collection(name)
-            hub.embeddings.check_dimension(kb_coll.cfg.embedder, name)
-            max_bytes = settings.max_file_bytes
-            total = len(kb.scan(kb_coll.kb_path, max_bytes)[0]) if kb_coll.kb_path else 0
-            with tqdm(
-                total=total, desc=name, unit="file", disable=as_json or not total, file=sys.stderr
-            ) as bar:
-                report = sync_collection(
-                    kb_coll, force=force, progress=bar.update, max_bytes=max_bytes
-                )
-            info = kb_coll.info(refresh=True)
-            if info is not None and report.indexed:
-                hub.store.optimize(info.physical)
-            reports.append(report)
+            try:
+                try:
+                    reports.append(_index_one(hub, name, force, prune, as_json))
+                except MassRemoval as exc:
+                    if prune or not _asked(f"{name}: {exc.message}. Remove them now?"):
+                        raise
+                    reports.append(_index_one(hub, name, force, True, as_json))
+            except (KbFolderMissing, MassRemoval) as exc:
+                click.echo(f"error: {name}: {exc.message}", err=True)
+                refused += 1
     if as_json:
         click.echo(json.dumps([r.as_dict() for r in reports], indent=2))
-        return
-    for r in reports:
-        click.echo(
-            f"{r.collection}: {r.files} files ({r.indexed} indexed, {r.unchanged} unchanged, "
-            f"{r.removed} removed); chunks: {r.stats.embedded} embedded, {r.stats.reused} reused, "
-            f"{r.stats.deleted} deleted; {r.seconds:.1f} s"
+    else:
+        for r in reports:
+            _echo_report(r, r.collection in api_fed)
+    if refused:
+        sys.exit(1)
+
+
+def _index_one(hub: Hub, name: str, force: bool, prune: bool, quiet: bool) -> SyncReport:
+    """Sync one collection with a progress bar; its report."""
+    from tqdm import tqdm
+
+    from rag_api import kb
+    from rag_api.sync import SyncReport, sync_collection
+
+    kb_coll = hub.collection(name)
+    if kb_coll.kb_path is None:
+        return SyncReport(name)
+    hub.embeddings.check_dimension(kb_coll.cfg.embedder, name)
+    max_bytes = hub.settings.max_file_bytes
+    total = len(kb.scan(kb_coll.kb_path, max_bytes)[0])
+    with tqdm(
+        total=total, desc=name, unit="file", disable=quiet or not total, file=sys.stderr
+    ) as bar:
+        report = sync_collection(
+            kb_coll, force=force, progress=bar.update, max_bytes=max_bytes, prune=prune
         )
-        for rel, reason in sorted(r.errors.items()):
-            click.echo(f"  skipped {rel}: {reason}")
-        for rel, warnings in sorted(r.warnings.items()):
-            for warning in warnings:
-                click.echo(f"  {rel}: {warning}")
+    info = kb_coll.info(refresh=True)
+    if info is not None and report.indexed:
+        hub.store.optimize(info.physical)
+    return report
+
+
+def _echo_report(r: SyncReport, api_fed: bool) -> None:
+    if api_fed:
+        click.echo(f"{r.collection}: fed through the admin API (no kb folder): nothing to sync")
+        return
+    click.echo(
+        f"{r.collection}: {r.files} files ({r.indexed} indexed, {r.unchanged} unchanged, "
+        f"{r.removed} removed); chunks: {r.stats.embedded} embedded, {r.stats.reused} reused, "
+        f"{r.stats.deleted} deleted; {r.seconds:.1f} s"
+    )
+    for rel, reason in sorted(r.errors.items()):
+        click.echo(f"  skipped {rel}: {reason}")
+    for rel, warnings in sorted(r.warnings.items()):
+        for warning in warnings:
+            click.echo(f"  {rel}: {warning}")
+
+
+def _asked(question: str) -> bool:
+    """The operator's answer on a terminal; False when there is none to ask on."""
+    return sys.stdin.isatty() and click.confirm(question, default=False, err=True)
 
 
 @cli.command()

@@ -73,6 +73,20 @@ class EmbedderMismatch(DimensionMismatch):
     code = "EMBEDDER_MISMATCH"
 
 
+class KbFolderMissing(RagError):
+    """A kb folder that is missing, unreadable or not a directory: nothing is synced or deleted."""
+
+    code = "KB_FOLDER_MISSING"
+    status = 409
+
+
+class MassRemoval(RagError):
+    """A reconcile would remove most of a collection's files at once: held until pruned."""
+
+    code = "MASS_REMOVAL_HELD"
+    status = 409
+
+
 class MigrationInProgress(RagError):
     code = "MIGRATION_IN_PROGRESS"
     status = 409

@@ -11,6 +11,7 @@ from pathlib import Path, PurePosixPath
 
 from rag_api.chunking import CHUNKER_VERSION, SUFFIXES
 from rag_api.config import ChunkingConfig
+from rag_api.errors import KbFolderMissing
 
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 _BACKUP_SUFFIXES = (".swp", ".swo", ".swx", ".tmp", ".temp", ".bak", ".part", ".crdownload", "~")
@@ -39,17 +40,39 @@ def ignore_reason(rel: str) -> str | None:
     return None
 
 
+def folder_problem(root: Path) -> str | None:
+    """Why `root` cannot be listed as a kb folder ("kb folder missing: ..."); None when it can."""
+    try:
+        with os.scandir(root):
+            return None
+    except FileNotFoundError:
+        why = "does not exist"
+    except NotADirectoryError:
+        why = "is not a directory"
+    except OSError as exc:
+        why = f"cannot be read ({exc.strerror or exc})"
+    return f"kb folder missing: {root} {why}"
+
+
+def require_folder(root: Path) -> None:
+    """Raise KbFolderMissing unless `root` can be listed: an absent folder is no evidence that
+    its files were deleted (a typo in collections.yaml, a disk not mounted yet)."""
+    problem = folder_problem(root)
+    if problem is not None:
+        raise KbFolderMissing(f"{problem}: nothing synced, no chunk deleted")
+
+
 def relative(root: Path, path: Path) -> str:
     return path.relative_to(root).as_posix()
 
 
 def scan(root: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[list[KbFile], dict[str, str]]:
-    """Indexable files under `root` (sorted), and the skipped ones with the reason."""
+    """Indexable files under `root` (sorted), and the skipped ones with the reason; a folder
+    (or sub-folder) that cannot be listed raises KbFolderMissing rather than look empty."""
     files: list[KbFile] = []
     skipped: dict[str, str] = {}
-    if not root.is_dir():
-        return files, skipped
-    for dirpath, dirnames, filenames in os.walk(root):
+    require_folder(root)
+    for dirpath, dirnames, filenames in os.walk(root, onerror=_unlistable):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for filename in sorted(filenames):
             _admit(root, Path(dirpath) / filename, max_bytes, files, skipped)
@@ -63,9 +86,19 @@ def stat_files(
     and the skipped ones with the reason: `scan` restricted to a few paths."""
     files: list[KbFile] = []
     skipped: dict[str, str] = {}
+    require_folder(root)
     for rel in sorted(set(rels)):
         _admit(root, root / rel, max_bytes, files, skipped)
     return files, skipped
+
+
+def _unlistable(exc: OSError) -> None:
+    if isinstance(exc, FileNotFoundError):
+        return  # a sub-folder removed while walking: its files are gone indeed
+    why = exc.strerror or str(exc)
+    raise KbFolderMissing(
+        f"kb folder missing: {exc.filename} cannot be read ({why}): nothing synced, no chunk deleted"
+    )
 
 
 def _admit(

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from rag_api import kb
 from rag_api.chunking import UnreadableFile, read_chunks
 from rag_api.collection import Collection
+from rag_api.errors import MassRemoval
 from rag_api.ingest import (
     EMBED_BATCH_CHUNKS,
     DocumentWrite,
@@ -21,6 +22,7 @@ from rag_api.store import Selector
 
 log = logging.getLogger("rag_api.sync")
 FILE_FIELDS = ["file", "doc_hash"]
+MASS_REMOVAL_MIN_FILES = 10  # a reconcile removes at most half of a collection this big unasked
 
 
 @dataclass
@@ -101,9 +103,14 @@ def sync_collection(
     only: Iterable[str] | None = None,
     renamed: Mapping[str, str] | None = None,
     skip: Callable[[kb.KbFile], bool] | None = None,
+    prune: bool = False,
 ) -> SyncReport:
     """Reconcile the collection with its kb folder, or with just the kb-relative paths `only`;
     `force` re-embeds every file.
+
+    Deletion needs evidence: a folder that cannot be listed raises KbFolderMissing, and a full
+    reconcile that would remove a mass of files (see `mass_removal`) raises MassRemoval unless
+    `prune`; both before anything is written.
 
     Chunks that came through the API are never touched. An unreadable file is reported and its
     previous chunks, if any, are left as they were; so are files for which `skip` says so.
@@ -138,10 +145,24 @@ def sync_collection(
     present = {item.rel for item in files}
     gone = sorted(set(stored) - present)
     renamed = {**_same_content(writes, stored, gone), **(renamed or {})}
+    lost = [rel for rel in gone if rel not in set(renamed.values())]  # not moved elsewhere
+    if only is None and not prune and mass_removal(len(stored), len(lost)):
+        raise MassRemoval(
+            f"{len(lost)} of {len(stored)} files of {collection.kb_path} are gone at once "
+            f"(e.g. {', '.join(lost[:3])}): nothing synced, no chunk deleted; if they were "
+            "deleted on purpose, `rag-hub index --prune` (or POST /v1/rag/reload with "
+            '{"prune": true}) removes their chunks'
+        )
     index_files(collection, writes, report, progress, renamed, reembed=force)
     remove_files(collection, gone, report)
     report.seconds = time.monotonic() - started
     return report
+
+
+def mass_removal(stored: int, gone: int) -> bool:
+    """Whether removing `gone` of `stored` files at once needs to be confirmed: more than half
+    of a collection with at least MASS_REMOVAL_MIN_FILES files."""
+    return stored >= MASS_REMOVAL_MIN_FILES and 2 * gone > stored
 
 
 def remove_files(collection: Collection, rels: Iterable[str], report: SyncReport) -> None:

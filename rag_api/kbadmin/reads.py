@@ -10,6 +10,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from rag_api import kb
 from rag_api.collection import Collection
 from rag_api.hub import Hub
 from rag_api.kbadmin.chunks import TEMPORARY, chunk_view, result_view, shown_score
@@ -54,6 +55,8 @@ def status(hub: Hub, collection: Collection) -> dict[str, Any]:
         "chunk_size": cfg.chunking.size,
         "chunk_overlap": cfg.chunking.overlap,
         "kb_path": str(collection.kb_path) if collection.kb_path else None,
+        # None: listable, or no folder (fed through the API); else "kb folder missing: ..."
+        "kb_folder": kb.folder_problem(collection.kb_path) if collection.kb_path else None,
         "store": hub.store.location,
         "physical": info.physical if info else None,
     }

@@ -107,6 +107,7 @@ class Remove(Routed):
 
 class Reload(Routed):
     force_rebuild: bool = False
+    prune: bool = False  # remove the chunks of a mass of vanished files (rag-hub index --prune)
 
 
 class Search(SearchFields, Routed):

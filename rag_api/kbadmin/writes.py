@@ -160,12 +160,14 @@ def remove(collection: Collection, body: Remove) -> dict[str, Any]:
 
 
 def reload(collection: Collection, body: Reload) -> dict[str, Any]:
-    """Reconcile with the kb folder (force: re-embed every file) and drop temporary API chunks.
+    """Reconcile with the kb folder (force: re-embed every file; prune: apply a mass removal)
+    and drop temporary API chunks.
 
-    Persistent API chunks stay: Qdrant holds them durably.
+    Persistent API chunks stay: Qdrant holds them durably. A refused sync (kb folder missing,
+    mass removal held) comes first, so it leaves the temporary chunks too.
     """
+    report = sync_collection(collection, force=body.force_rebuild, prune=body.prune)
     temporary = delete_points(collection, TEMPORARY)
-    report = sync_collection(collection, force=body.force_rebuild)
     return {
         **report.as_dict(),
         "force_rebuild": body.force_rebuild,

@@ -19,11 +19,12 @@ import numpy as np
 from rag_api import kb
 from rag_api.chunking import UnreadableFile, read_chunks
 from rag_api.collection import Collection
-from rag_api.errors import RagError, StoreCorrupted
+from rag_api.errors import KbFolderMissing, RagError, StoreCorrupted
 from rag_api.ingest import content_hash, embed_texts
 from rag_api.metadata import value_problem
 from rag_api.ops.findings import ERROR, WARNING, Finding
 from rag_api.store import CollectionInfo, Selector, extract_source, extract_text, point_id
+from rag_api.sync import mass_removal
 
 MIN_COSINE = 0.99  # a re-embedded chunk this close to its stored vector is the same model
 
@@ -96,7 +97,12 @@ def _inspect(collection: Collection, sample: int, max_bytes: int) -> Inspection:
         return result
     info = collection.info(refresh=True)
     result = Inspection(name, info)
-    files, skipped = kb.scan(collection.kb_path, max_bytes) if collection.kb_path else ([], {})
+    try:
+        files, skipped = kb.scan(collection.kb_path, max_bytes) if collection.kb_path else ([], {})
+        listed = collection.kb_path is not None
+    except KbFolderMissing as exc:  # no evidence about its files: nothing is planned for them
+        files, skipped, listed = [], {}, False
+        result.add("files", exc.message.removesuffix(": nothing synced, no chunk deleted"))
     if info is None:
         if files:
             result.add("alias", "nothing in the store for this collection", repairable=True)
@@ -114,7 +120,7 @@ def _inspect(collection: Collection, sample: int, max_bytes: int) -> Inspection:
     _check_embedder(collection, scan, result)
     _check_payloads(scan, {item.rel for item in files}, result)
     _check_duplicates(collection, scan, result)
-    if collection.kb_path is not None:
+    if listed:
         _check_files(collection, files, skipped, scan, result)
     if result.writable and sample:
         ids = random.sample(scan.sampleable, min(sample, len(scan.sampleable)))
@@ -198,13 +204,17 @@ def _check_files(
     scan: _Scan,
     result: Inspection,
 ) -> None:
-    assert collection.kb_path is not None
-    if not collection.kb_path.is_dir():
-        # An unmounted or misnamed folder must not read as "every file was deleted".
-        result.add("files", f"kb folder {collection.kb_path} does not exist (not repaired)")
-        return
     present = {item.rel for item in files}
-    for rel in sorted(set(scan.files) - present):
+    gone = sorted(set(scan.files) - present)
+    if mass_removal(len(scan.files), len(gone)):
+        result.add(
+            "orphans",
+            f"{len(gone)} of {len(scan.files)} indexed files are gone from the kb at once "
+            f"(e.g. {_few(gone, 3)}): not repaired; if they were deleted on purpose, "
+            "`rag-hub index --prune` removes their chunks",
+        )
+        gone = []
+    for rel in gone:
         why = f"skipped: {skipped[rel]}" if rel in skipped else "deleted"
         result.add(
             "orphans",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from rag_api.errors import NotReady, RagError
+from rag_api.kb import folder_problem
 
 router = APIRouter(tags=["health"])
 
@@ -28,4 +29,15 @@ def ready(request: Request) -> dict:
     problems = hub.load_models()
     if problems:
         raise NotReady("; ".join(f"{name}: {reason}" for name, reason in sorted(problems.items())))
-    return {"status": "ready", "store": hub.store.location, "collections": sorted(hub.collections)}
+    # a missing kb folder is reported, not a reason to stop serving what the store holds
+    kb_folders = {
+        name: problem
+        for name, collection in sorted(hub.collections.items())
+        if collection.kb_path is not None and (problem := folder_problem(collection.kb_path))
+    }
+    return {
+        "status": "ready",
+        "store": hub.store.location,
+        "collections": sorted(hub.collections),
+        "kb_folders": kb_folders,
+    }
