@@ -333,22 +333,30 @@ def config() -> None:
 
 
 @config.command("check")
+@click.option("--online", is_flag=True, help="Also ask Ollama / OpenAI embedders for their size.")
 @click.pass_obj
 @domain_errors
-def config_check(settings: Settings) -> None:
-    """Validate collections.yaml (no store, no models)."""
-    from rag_api.config import load_config
+def config_check(settings: Settings, online: bool) -> None:
+    """Validate collections.yaml: keys, kb folders, model names and sizes (no store).
 
-    hub_config = load_config(settings.config)
-    for name, cfg in hub_config.collections.items():
-        kb_path = hub_config.kb_path(name)
-        note = (
-            ""
-            if kb_path is None or kb_path.is_dir()
-            else f" (kb folder {kb_path} does not exist yet)"
-        )
-        click.echo(f"{name}: {cfg.embedder.id} {cfg.embedder.dim}d, {cfg.language}{note}")
-    click.echo(f"{settings.config}: valid, {len(hub_config.collections)} collections")
+    Exit status 1 when a kb folder is missing, a local model is unknown or a dim is impossible.
+    """
+    from rag_api.config import load_config
+    from rag_api.ops.config_review import review
+
+    reviews = review(settings, load_config(settings.config), online)
+    problems = 0
+    for item in reviews:
+        click.echo(item.line)
+        for note in item.notes:
+            click.echo(f"  note: {note}")
+        for problem in item.problems:
+            click.echo(f"  error: {item.name}: {problem}")
+        problems += len(item.problems)
+    if problems:
+        click.echo(f"{settings.config}: {problems} problem(s) in {len(reviews)} collections")
+        sys.exit(1)
+    click.echo(f"{settings.config}: valid, {len(reviews)} collections")
 
 
 def _why(source: dict) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from rag_api.config import CollectionConfig, EmbedderConfig
+from rag_api.embedder_dims import offline_problem
 from rag_api.embedding import EmbeddingRouter
 from rag_api.errors import DimensionMismatch, EmbedderMismatch
 from rag_api.locks import ReadWriteLock
@@ -92,7 +93,7 @@ class Collection:
         if stored is not None and stored != self.embedder_id:
             raise EmbedderMismatch(
                 f"collection '{self.name}' holds vectors of {stored} but collections.yaml configures "
-                f"{self.embedder_id}; {refused} are refused until you run {self.migrate_hint()} "
+                f"{self.embedder_id}; {refused} are refused until you {self.migrate_hint()} "
                 "(or, if another process migrated it, restart with its collections.yaml)"
             )
 
@@ -128,12 +129,14 @@ class Collection:
         return (
             f"collection '{self.name}' stores {info.dim}-dimensional vectors but collections.yaml "
             f"configures {self.cfg.embedder.dim} ({self.embedder_id}); "
-            f"run {self.migrate_hint()} to re-embed it"
+            f"{self.migrate_hint()} to re-embed it"
         )
 
     def migrate_hint(self) -> str:
-        """The command that moves this collection to the configured embedder."""
+        """What to do to move this collection to the configured embedder: run the migration, or
+        first correct an embedder its model cannot be (never a command that would fail)."""
         e = self.cfg.embedder
-        return (
-            f"`rag-hub migrate {self.name} --provider {e.provider} --model {e.model} --dim {e.dim}`"
-        )
+        problem = offline_problem(e)
+        if problem is not None:
+            return f"correct collections.yaml ({problem}), then migrate"
+        return f"run `rag-hub migrate {self.name} --provider {e.provider} --model {e.model} --dim {e.dim}`"

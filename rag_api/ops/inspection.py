@@ -113,7 +113,7 @@ def _inspect(collection: Collection, sample: int, max_bytes: int) -> Inspection:
         result.add(
             "dimension",
             f"stored vectors have {info.dim} dimensions, collections.yaml says "
-            f"{collection.cfg.embedder.dim}: run {collection.migrate_hint()} (not repaired)",
+            f"{collection.cfg.embedder.dim}: {collection.migrate_hint()} (not repaired)",
         )
         return result
     scan = _scan(collection, info)
@@ -169,7 +169,7 @@ def _check_embedder(collection: Collection, scan: _Scan, result: Inspection) -> 
         result.add(
             "embedder",
             f"points hold vectors of another model ({held}); collections.yaml configures "
-            f"{configured}: run {collection.migrate_hint()} (not repaired)",
+            f"{configured}: {collection.migrate_hint()} (not repaired)",
         )
 
 

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from rag_api.collection import Collection
 from rag_api.config import EmbedderConfig
+from rag_api.embedder_dims import offline_problem
 from rag_api.errors import (
     InvalidRequest,
     MigrationFailed,
@@ -91,6 +92,9 @@ class MigrationResult:
 
 def plan_migration(hub: Hub, name: str, new: EmbedderConfig) -> MigrationPlan:
     """What `migrate` would do: live and target collections, chunk count, old and new model."""
+    problem = offline_problem(new)  # `config check` says the same of collections.yaml
+    if problem is not None:
+        raise InvalidRequest(f"cannot migrate '{name}': {problem}", param="embedder")
     collection = hub.collection(name, enabled_only=False)
     store = collection.store
     info = collection.info(refresh=True)

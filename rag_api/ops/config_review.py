@@ -1,0 +1,53 @@
+"""`rag-hub config check`: what can be known about collections.yaml without the store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from rag_api.config import EmbedderConfig, HubConfig
+from rag_api.embedder_dims import dim_problem, offline_problem
+from rag_api.errors import RagError
+from rag_api.kb import folder_problem
+from rag_api.settings import Settings
+
+REMOTE_PROVIDERS = {"ollama", "openai"}
+
+
+@dataclass
+class Review:
+    """One collection: its summary line, what is wrong, and what could not be checked."""
+
+    name: str
+    line: str
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def review(settings: Settings, config: HubConfig, online: bool = False) -> list[Review]:
+    """Each collection's kb folder, model name and vector size, checked as far as possible."""
+    reviews = []
+    for name, cfg in config.collections.items():
+        embedder = cfg.embedder
+        kb_path = config.kb_path(name)
+        where = "fed through the admin API (no kb folder)" if kb_path is None else f"kb {kb_path}"
+        item = Review(name, f"{name}: {embedder.id} {embedder.dim}d, {cfg.language}, {where}")
+        if kb_path is not None and (problem := folder_problem(kb_path)):
+            item.problems.append(problem)
+        if embedder.provider in REMOTE_PROVIDERS and not online:
+            item.notes.append(f"dim of {embedder.id} not checked: --online asks the model")
+        elif problem := (_asked(settings, embedder) if online else offline_problem(embedder)):
+            item.problems.append(problem)
+        reviews.append(item)
+    return reviews
+
+
+def _asked(settings: Settings, embedder: EmbedderConfig) -> str | None:
+    """The problem with `embedder`, asking remote models for their real size."""
+    if embedder.provider not in REMOTE_PROVIDERS:
+        return offline_problem(embedder)
+    from rag_api.embedding import EmbeddingRouter
+
+    try:
+        return dim_problem(embedder, EmbeddingRouter(settings).get(embedder).dimension())
+    except RagError as exc:
+        return exc.message

