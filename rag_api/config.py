@@ -171,8 +171,19 @@ def load_config(path: Path | str) -> HubConfig:
             f"{path}: file not found (set RAG_CONFIG to your collections.yaml)"
         ) from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+        raise ConfigError(yaml_error(path, exc)) from None
     return parse_config(raw, path)
+
+
+def yaml_error(path: Path, exc: Exception) -> str:
+    """A YAML syntax error (PyYAML's or ruamel's) as one line: file, line, column, problem."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    problem = getattr(exc, "problem", None) or str(exc)
+    context, at = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    if context and at is not None:
+        problem += f" ({context} at line {at.line + 1}, column {at.column + 1})"
+    return " ".join(f"{path}: invalid YAML{where}: {problem}".split())
 
 
 def parse_config(raw: Any, path: Path | None = None) -> HubConfig:
