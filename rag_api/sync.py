@@ -21,7 +21,11 @@ from rag_api.ingest import (
 from rag_api.store import Selector
 
 log = logging.getLogger("rag_api.sync")
-FILE_FIELDS = ["file", "doc_hash"]
+# every chunk of a kb file carries how many chunks the file was written with: chunks removed or
+# moved away through the API then make the file incomplete, and the next reconcile rewrites it
+FILE_CHUNKS = "file_chunks"
+FILE_FIELDS = ["file", "doc_hash", FILE_CHUNKS]
+INCOMPLETE = "incomplete"  # in stored_files: the file has fewer chunks than it was written with
 MASS_REMOVAL_MIN_FILES = 10  # a reconcile removes at most half of a collection this big unasked
 
 
@@ -64,16 +68,23 @@ class SyncReport:
 
 def stored_files(collection: Collection, files: Iterable[str] | None = None) -> dict[str, set[str]]:
     """Each indexed kb file (all, or those among `files`) and the content hashes its chunks carry
-    (more than one = half-updated)."""
+    (more than one = half-updated; INCOMPLETE among them = some of its chunks are missing)."""
     info = collection.info()
     if info is None:
         return {}
     selector = Selector(origin="file", files=None if files is None else tuple(sorted(set(files))))
     found: dict[str, set[str]] = {}
+    counted: dict[str, list[int]] = {}  # file -> [chunks stored, chunks it was written with]
     for record in collection.store.iter_records(info.physical, selector, fields=FILE_FIELDS):
         name = record.payload.get("file")
         if isinstance(name, str):
             found.setdefault(name, set()).add(str(record.payload.get("doc_hash")))
+            written = record.payload.get(FILE_CHUNKS)
+            count = counted.setdefault(name, [0, written if isinstance(written, int) else -1])
+            count[0] += 1
+    for name, (stored, written) in counted.items():
+        if stored != written:
+            found[name].add(INCOMPLETE)
     return found
 
 
@@ -87,7 +98,12 @@ def file_write(
     """The write that makes a kb file's chunks current (reusing the vectors of the file it was
     renamed from, if any), and the reader's warnings."""
     result = read_chunks(item.path, item.rel, collection.cfg.chunking)
-    payload = {"origin": "file", "file": item.rel, "doc_hash": data_hash}
+    payload = {
+        "origin": "file",
+        "file": item.rel,
+        "doc_hash": data_hash,
+        FILE_CHUNKS: len(result.chunks),
+    }
     scope = Selector(origin="file", files=(item.rel,))
     reuse = Selector(origin="file", files=(renamed_from,)) if renamed_from else None
     write = DocumentWrite(collection, scope, result.chunks, payload, reuse, reembed=reembed)

@@ -152,6 +152,30 @@ def test_kb_file_chunks_are_editable_until_the_next_reload(hub_server: LiveServe
         assert "moved.md" not in {i["source"] for i in http.get("/sources").json()["items"]}
 
 
+def test_reload_restores_kb_chunks_removed_through_the_api(hub_server: LiveServer) -> None:
+    """A kb file whose chunks were moved away and removed, or removed by source, is re-indexed by
+    /reload although the chunks still stored carry the file's current content hash."""
+    kb = Path(hub_server.hub.collection("docs").kb_path)
+    (kb / "lines.jsonl").write_text(
+        '{"source": "a", "text": "Alpha line about invoices."}\n'
+        '{"source": "b", "text": "Beta line about refunds."}\n'
+    )
+    with rag(hub_server) as http:
+        http.post("/reload", json={})
+        before = http.get("/chunks", params={"source_exact": "faq.md"}).json()["items"]
+        moved = {"index": before[1]["index"], "new_source": "moved.md"}
+        assert http.post("/chunks/update", json=moved).status_code == 200
+        assert http.post("/remove", json={"source_prefix": "moved.md"}).json()["removed"] == 1
+        assert http.post("/remove", json={"source_prefix": "b"}).json()["removed"] == 1
+        reload = http.post("/reload", json={}).json()
+        assert reload["indexed"] == 2 and reload["unchanged"] == 1, reload
+        after = http.get("/chunks", params={"source_exact": "faq.md"}).json()["items"]
+        assert [i["text"] for i in after] == [i["text"] for i in before]
+        sources = {i["source"] for i in http.get("/sources").json()["items"]}
+        assert {"a", "b"} <= sources and "moved.md" not in sources
+        assert http.post("/reload", json={}).json()["unchanged"] == 3  # and then it is current
+
+
 @pytest.mark.parametrize("engine", ["edge"])
 def test_auth_on(tmp_path: Path, kb: Path, engine: str, make_settings, serve) -> None:
     config = write_config(tmp_path / "c.yaml", {"docs": hash_collection(kb)})

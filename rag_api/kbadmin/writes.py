@@ -37,10 +37,11 @@ from rag_api.kbadmin.schemas import (
 )
 from rag_api.sequence import SEQ_FIELD
 from rag_api.store import Selector, extract_source, extract_text, point_id
-from rag_api.sync import sync_collection
+from rag_api.sync import FILE_CHUNKS, sync_collection
 
 log = logging.getLogger("rag_api.kbadmin")
-CARRIED = ("origin", "file", "doc_hash", "persist", "dynamic")  # kept by /chunks/update
+# kept by /chunks/update
+CARRIED = ("origin", "file", "doc_hash", FILE_CHUNKS, "persist", "dynamic")
 # an edited file chunk's doc_hash: never a file's hash, so the next reconcile restores the file
 EDITED = "edited-through-api"
 
