@@ -14,6 +14,7 @@ from rag_api.hub import Hub
 from rag_api.json_body import JsonBodies
 from rag_api.kbadmin.writes import drop_temporary
 from rag_api.limits import BodyLimit
+from rag_api.readiness import disk_problem
 from rag_api.routes import admin, collections, health, indexer, openai, ops, query
 from rag_api.settings import Settings
 
@@ -37,6 +38,9 @@ def create_app(
             log.info(
                 "serving %d collections from %s", len(opened.collections), opened.store.location
             )
+            low = disk_problem(opened)
+            if low is not None:
+                log.warning("%s", low.message)
             if watch:
                 from indexer import Watcher
 

@@ -30,11 +30,16 @@ def _settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-async def require_reader(request: Request) -> None:
-    """Reads: open unless a key is set; then RAG_API_KEY or RAG_ADMIN_API_KEY."""
+def is_reader(request: Request) -> bool:
+    """Whether the request may read: no key is set, or it carries RAG_API_KEY or RAG_ADMIN_API_KEY."""
     settings = _settings(request)
     keys = (settings.api_key, settings.admin_api_key)
-    if any(keys) and not _matches(bearer_token(request), *keys):
+    return not any(keys) or _matches(bearer_token(request), *keys)
+
+
+async def require_reader(request: Request) -> None:
+    """Reads: open unless a key is set; then RAG_API_KEY or RAG_ADMIN_API_KEY."""
+    if not is_reader(request):
         raise Unauthorized("missing or invalid bearer token (Authorization: Bearer <key>)")
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rag_api.redact import redact
+
 
 class RagError(Exception):
     """Base of every error the hub reports; rendered as {"error": {"code", "message"}}."""
@@ -146,11 +148,18 @@ class LLMUnavailable(UpstreamUnavailable):
     code = "LLM_UNAVAILABLE"
 
 
+class InsufficientStorage(RagError):
+    """The embedded store's disk has too little free space for a write (RAG_MIN_FREE_MB)."""
+
+    code = "INSUFFICIENT_STORAGE"
+    status = 507
+
+
 class NotReady(RagError):
     code = "NOT_READY"
     status = 503
 
 
 def _cut(text: str, limit: int = 200) -> str:
-    text = " ".join(str(text).split())
+    text = redact(" ".join(str(text).split()))
     return text if len(text) <= limit else text[: limit - 1] + "…"

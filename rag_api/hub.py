@@ -45,14 +45,14 @@ class Hub:
             raise CollectionDisabled(name)
         return collection
 
-    def load_models(self) -> dict[str, str]:
+    def load_models(self) -> dict[str, RagError]:
         """Load every enabled collection's embedder (and reranker), check its real dimension,
         and for remote embedders that they answer now.
 
-        Returns the problems (collection -> reason) instead of raising for upstream embedders, so
+        Returns the problems (collection -> error) instead of raising for upstream embedders, so
         the API can start and report them on /ready; a wrong `dim` is a configuration error.
         """
-        problems: dict[str, str] = {}
+        problems: dict[str, RagError] = {}
         for name, collection in self.collections.items():
             if not collection.cfg.enabled:
                 continue
@@ -64,7 +64,7 @@ class Hub:
             except RagError as exc:
                 if exc.code == "CONFIG_INVALID":
                     raise
-                problems[name] = exc.message
+                problems[name] = exc
                 log.warning("collection %s not ready: %s", name, exc.message)
         return problems
 

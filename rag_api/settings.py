@@ -34,6 +34,8 @@ class Settings(BaseSettings):
     api_key: str | None = None
     admin_api_key: str | None = None
     max_body_bytes: int = 1024 * 1024
+    # the embedded store refuses writes that would leave less free disk than this (507)
+    min_free_mb: int = Field(default=256, ge=0)
     log_level: str = "info"
     # CPU threads of in-process sentence-transformers models: for batches (indexing; unset =
     # torch's default, one per core) and for one query (see SentenceTransformerEmbedder)

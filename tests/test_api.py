@@ -104,8 +104,8 @@ def small(tmp_path: Path, make_settings, open_hub, serve) -> LiveServer:
 def test_health_ready_and_collections(small: LiveServer) -> None:
     with small.client() as client:
         assert client.get("/health").json() == {"status": "ok"}
-        ready = client.get("/ready").json()
-        assert ready["status"] == "ready" and ready["collections"] == ["docs", "off", "wide"]
+        not_ready = assert_error_shape(client.get("/ready"), 503, "NOT_READY")
+        assert not_ready["message"].startswith("not ready: wide: collection 'wide' stores 32-dim")
         listed = {c["name"]: c for c in client.get("/collections").json()["collections"]}
         assert listed["docs"]["points"] == 1 and listed["docs"]["physical"] == "docs__v1"
         assert listed["off"]["enabled"] is False

@@ -8,9 +8,10 @@ from datetime import UTC, datetime
 
 from rag_api.errors import RagError
 from rag_api.hub import Hub
-from rag_api.ops.findings import CheckReport, CollectionResult
+from rag_api.ops.findings import ERROR, CheckReport, CollectionResult, Finding
 from rag_api.ops.inspection import inspect_collection
 from rag_api.ops.repair import apply_repairs
+from rag_api.readiness import disk_problem
 
 log = logging.getLogger("rag_api.ops.check")
 DEFAULT_SAMPLE = 16
@@ -26,6 +27,9 @@ def run_check(
         repair=repair,
         started_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
+    low = disk_problem(hub)
+    if low is not None:  # writes are refused: the store cannot keep up with its kb folders
+        report.store_findings.append(Finding("", "disk", ERROR, low.message))
     try:
         names = [hub.collection(name, enabled_only=False).name] if name else list(hub.collections)
         for each in names:

@@ -75,13 +75,15 @@ class CheckReport:
     started_at: str = ""
     seconds: float = 0.0
     results: list[CollectionResult] = field(default_factory=list)
+    store_findings: list[Finding] = field(default_factory=list)  # of no one collection (disk)
     error: dict[str, str] | None = None
 
     @property
     def exit_code(self) -> int:
         if self.error is not None:
             return FAILED
-        return PROBLEMS if any(r.open_errors for r in self.results) else HEALTHY
+        problems = self.store_findings or any(r.open_errors for r in self.results)
+        return PROBLEMS if problems else HEALTHY
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON document of `rag-hub check --json` (and of POST /v1/ops/check)."""
@@ -94,7 +96,8 @@ class CheckReport:
             "started_at": self.started_at,
             "seconds": round(self.seconds, 3),
             "collections": [r.summary() for r in self.results],
-            "findings": [asdict(f) for r in self.results for f in r.findings],
+            "findings": [asdict(f) for f in self.store_findings]
+            + [asdict(f) for r in self.results for f in r.findings],
             "repairs": [asdict(x) for r in self.results for x in r.repairs],
         }
         if self.error is not None:
@@ -121,9 +124,12 @@ def render_text(document: dict[str, Any]) -> str:
         for f in by_collection.get(row["name"], []):
             mark = " [repaired]" if f["repaired"] else ""
             lines.append(f"  {f['severity']:<7} {f['check']}: {f['detail']}{mark}")
+    store_wide = by_collection.get("", [])
+    for f in store_wide:
+        lines.append(f"store: {f['severity']} {f['check']}: {f['detail']}")
     for repair in document["repairs"]:
         lines.append(f"repaired {repair['collection']}: {repair['action']}: {repair['detail']}")
-    problems = sum(row["problems"] for row in document["collections"])
+    problems = len(store_wide) + sum(row["problems"] for row in document["collections"])
     lines.append(
         f"{'healthy' if not problems else f'{problems} problem(s)'}: "
         f"{len(document['collections'])} collection(s) checked in {document['seconds']:.1f} s"

@@ -1,10 +1,14 @@
-"""Liveness (/health) and readiness (/ready: store open, embedders loaded)."""
+"""Liveness (/health) and readiness (/ready: store open, disk room, collections usable)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request
 
-from rag_api.errors import NotReady, RagError
+from rag_api import readiness
+from rag_api.auth import is_reader
+from rag_api.errors import NotReady
 from rag_api.kb import folder_problem
 
 router = APIRouter(tags=["health"])
@@ -17,27 +21,32 @@ def health() -> dict[str, str]:
 
 
 @router.get("/ready")
-def ready(request: Request) -> dict:
-    """200 when the store answers and every enabled collection's embedder is loaded; 503 naming why not."""
+def ready(request: Request) -> dict[str, Any]:
+    """200 when the store answers, has disk room, and every enabled collection can be read and
+    written with its embedder loaded; 503 naming what is not. Details (paths, the store's
+    location, messages) only for a caller with the reader key when keys are set."""
     hub = getattr(request.app.state, "hub", None)
     if hub is None:
         raise NotReady("starting: the store and models are not open yet")
-    try:
-        hub.store.physical_collections()
-    except RagError as exc:
-        raise NotReady(f"store: {exc.message}") from exc
-    problems = hub.load_models()
-    if problems:
-        raise NotReady("; ".join(f"{name}: {reason}" for name, reason in sorted(problems.items())))
+    detailed = is_reader(request)
+    found = readiness.problems(hub)
+    if found:
+        raise NotReady(f"not ready: {readiness.summary(found, detailed)}")
     # a missing kb folder is reported, not a reason to stop serving what the store holds
     kb_folders = {
-        name: problem
+        name: problem if detailed else problem.partition(":")[0]
         for name, collection in sorted(hub.collections.items())
         if collection.kb_path is not None and (problem := folder_problem(collection.kb_path))
     }
-    return {
+    if not detailed:
+        return {"status": "ready", "kb_folders": kb_folders}
+    body: dict[str, Any] = {
         "status": "ready",
         "store": hub.store.location,
         "collections": sorted(hub.collections),
         "kb_folders": kb_folders,
     }
+    disk = getattr(hub.store, "disk", None)
+    if disk is not None:
+        body["disk"] = disk.status()
+    return body

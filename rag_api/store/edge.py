@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
+import logging
 import os
 import shutil
 import threading
@@ -15,7 +17,7 @@ from typing import Any
 import numpy as np
 import qdrant_edge as qe
 
-from rag_api.errors import StoreCorrupted, StoreLocked, StoreUnavailable
+from rag_api.errors import InsufficientStorage, StoreCorrupted, StoreLocked, StoreUnavailable
 from rag_api.store.aliases import AliasFile
 from rag_api.store.base import (
     PAYLOAD_INDEXES,
@@ -26,6 +28,15 @@ from rag_api.store.base import (
     id_scores,
     record_from,
     rrf_engine_k,
+)
+from rag_api.store.diskspace import (
+    INDEX_BYTES,
+    MB,
+    NEW_SHARD_BYTES,
+    SMALL_WRITE,
+    DiskSpace,
+    allocated_bytes,
+    points_bytes,
 )
 from rag_api.store.salvage import engine_failure, rebuild_shard, unreadable
 from rag_api.store.types import (
@@ -53,6 +64,7 @@ _SCHEMA = {
     "bool": qe.PayloadSchemaType.Bool,
 }
 _KIND = {schema: kind for kind, schema in _SCHEMA.items()}
+log = logging.getLogger("rag_api.store")
 
 
 class EdgeStore(Store):
@@ -60,10 +72,11 @@ class EdgeStore(Store):
 
     embedded = True
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, min_free_mb: int = 0) -> None:
         self.root = Path(root)
         self.location = str(self.root)
         self.root.mkdir(parents=True, exist_ok=True)
+        self.disk = DiskSpace(self.root, min_free_mb * MB)
         self._lock_file = _acquire_process_lock(self.root / ".lock")
         self._aliases = AliasFile(self.root / "aliases.json")
         self._shards: dict[str, qe.EdgeShard] = {}
@@ -104,6 +117,8 @@ class EdgeStore(Store):
             vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
         )
+        need = NEW_SHARD_BYTES + len(PAYLOAD_INDEXES) * INDEX_BYTES
+        self.disk.require(need, f"create collection '{physical}'")
         with self._guard:
             self._shards[physical] = _call(
                 qe.EdgeShard.create, str(self._shard_dir(physical)), config
@@ -120,10 +135,12 @@ class EdgeStore(Store):
             shutil.rmtree(self._shard_dir(physical), ignore_errors=True)
 
     def set_alias(self, name: str, physical: str) -> None:
+        self.disk.require(SMALL_WRITE, f"point '{name}' at '{physical}'")
         with self._guard:
             self._aliases.set(name, physical)
 
     def remove_alias(self, name: str) -> None:
+        self.disk.require(SMALL_WRITE, f"remove the alias '{name}'")
         with self._guard:
             self._aliases.remove(name)
 
@@ -132,20 +149,25 @@ class EdgeStore(Store):
         return {field: _KIND.get(index.data_type, "other") for field, index in schema.items()}
 
     def create_payload_index(self, physical: str, field: str, kind: str) -> None:
+        points = self._shard(physical).info().points_count
+        self.disk.require(INDEX_BYTES + 64 * points, f"index '{field}' of '{physical}'")
         operation = qe.UpdateOperation.create_field_index(field, _SCHEMA[kind])
         _call(self._shard(physical).update, operation)
 
     # --- points ------------------------------------------------------------------------------
 
     def _upsert(self, physical: str, points: Sequence[PointData]) -> None:
+        self.disk.require(points_bytes(points), f"write {len(points)} chunks to '{physical}'")
         edge_points = [qe.Point(p.id, _vectors(p), p.payload) for p in points]
         # one operation: one WAL record
         _call(self._shard(physical).update, qe.UpdateOperation.upsert_points(edge_points))
 
     def _delete_ids(self, physical: str, ids: Sequence[str]) -> None:
+        self.disk.require(SMALL_WRITE, f"delete from '{physical}'")
         _call(self._shard(physical).update, qe.UpdateOperation.delete_points(list(ids)))
 
     def _delete_where(self, physical: str, selector: Selector) -> None:
+        self.disk.require(SMALL_WRITE, f"delete from '{physical}'")
         operation = qe.UpdateOperation.delete_points_by_filter(_filter(selector))
         _call(self._shard(physical).update, operation)
 
@@ -229,13 +251,18 @@ class EdgeStore(Store):
         return [hit_from(p, True) for p in fused_pts], id_scores(dense_pts), id_scores(sparse_pts)
 
     def optimize(self, physical: str) -> None:
+        # an optimization may rewrite the shard's data into a new segment beside the old one
+        need = allocated_bytes(self._shard_dir(physical)) + NEW_SHARD_BYTES
+        self.disk.require(need, f"optimize '{physical}'")
         _call(self._shard(physical).optimize)
 
     def rebuild(self, physical: str) -> Rebuilt:
         """Replace a shard that holds unreadable data with one of everything still readable
         (rag_api.store.salvage); the old folder is kept under .quarantine/ for forensics."""
+        folder = self._shard_dir(physical)
+        # the readable points go into a new shard beside the old one
+        self.disk.require(allocated_bytes(folder) + NEW_SHARD_BYTES, f"rebuild '{physical}'")
         with self._guard:
-            folder = self._shard_dir(physical)
             shard = self._shards.pop(physical, None)
             if shard is not None:
                 shard.close()
@@ -275,6 +302,7 @@ class EdgeStore(Store):
                     raise StoreUnavailable(
                         "embedded Qdrant", f"collection '{physical}' does not exist"
                     )
+                self.disk.require_to_open(self._shard_dir(physical), physical)
                 self._shards[physical] = _call(qe.EdgeShard.load, str(self._shard_dir(physical)))
             return self._shards[physical]
 
@@ -300,21 +328,26 @@ def _acquire_process_lock(path: Path):
             f"the embedded store {path.parent} is in use by {owner} (a running `rag-hub serve`?); "
             "stop it, or make the change through its HTTP admin API (/v1/rag/*)"
         ) from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(f"pid {os.getpid()}")
-    handle.flush()
+    try:  # who holds the lock, for the message above; the flock alone is the lock
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}")
+        handle.flush()
+    except OSError as exc:
+        log.debug("cannot record the owner in %s: %s", path, exc.strerror)
     return handle
 
 
 def _call(fn, *args):
     try:
         return fn(*args)
-    except (StoreUnavailable, StoreLocked):
+    except (StoreUnavailable, StoreLocked, InsufficientStorage):
         raise
     except BaseException as exc:  # the engine raises plain Exception with its message, or panics
         if not engine_failure(exc):
             raise
+        if os.strerror(errno.ENOSPC) in str(exc):  # "No space left on device"
+            raise InsufficientStorage(f"the embedded store's disk is full: {exc}") from exc
         if unreadable(str(exc)):
             raise StoreCorrupted(str(exc)) from exc
         raise StoreUnavailable("embedded Qdrant", str(exc)) from exc

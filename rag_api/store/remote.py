@@ -12,6 +12,7 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as m
 
 from rag_api.errors import StoreUnavailable
+from rag_api.redact import redact
 from rag_api.store.base import (
     PAYLOAD_INDEXES,
     Store,
@@ -51,7 +52,7 @@ class RemoteStore(Store):
     embedded = False
 
     def __init__(self, url: str, api_key: str | None = None, timeout: float = 30.0) -> None:
-        self.location = url
+        self.location = redact(url)  # shown in /ready, reports and logs
         if url == ":memory:":
             self._client = QdrantClient(location=":memory:")
             self._guard: Any = threading.RLock()  # the in-memory engine is not thread-safe

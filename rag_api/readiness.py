@@ -1,0 +1,47 @@
+"""Readiness: the store answers, its disk has room for writes, and every enabled collection can be
+read and written with its embedder loaded. /ready and `rag-hub check` report from here."""
+
+from __future__ import annotations
+
+from rag_api.errors import RagError
+from rag_api.hub import Hub
+from rag_api.store import Selector
+
+
+def problems(hub: Hub) -> dict[str, RagError]:
+    """What keeps the hub from serving reads and writes: "store", "disk" or a collection -> why."""
+    try:
+        hub.store.physical_collections()
+    except RagError as exc:
+        return {"store": exc}  # nothing else can be asked
+    found: dict[str, RagError] = {}
+    low = disk_problem(hub)
+    if low is not None:
+        found["disk"] = low
+    found.update(hub.load_models())
+    for name, collection in sorted(hub.collections.items()):
+        if not collection.cfg.enabled or name in found:
+            continue
+        try:
+            info = collection.readable()  # refuses a dimension or model mismatch
+            if info is not None:  # and the engine can read its points
+                hub.store.scroll(info.physical, Selector(), 1, fields=["source"])
+        except RagError as exc:
+            found[name] = exc
+    return found
+
+
+def disk_problem(hub: Hub) -> RagError | None:
+    """Why the embedded store refuses writes for lack of disk space (None: it has room, or the
+    store is a server whose disk is not ours)."""
+    disk = getattr(hub.store, "disk", None)
+    return disk.problem() if disk is not None else None
+
+
+def summary(found: dict[str, RagError], detailed: bool) -> str:
+    """One line: each subject and its error's message, or only its code in words (no paths or
+    URLs for a caller without the reader key)."""
+    return "; ".join(
+        f"{name}: {exc.message if detailed else exc.code.lower().replace('_', ' ')}"
+        for name, exc in sorted(found.items())
+    )
