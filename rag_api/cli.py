@@ -321,6 +321,7 @@ def collections_(settings: Settings, as_json: bool) -> None:
         return
     for row in rows:
         state = "" if row["enabled"] else " (disabled)"
+        state += f" ({row['error']['message']})" if "error" in row else ""
         click.echo(
             f"{row['name']}{state}: {row['points']} chunks, {row['embedder']} ({row['dim']}d), "
             f"{row['language']}, mode {row['mode']}, llm {row['llm']}, kb {row['kb']}"

@@ -68,6 +68,8 @@ def test_a_poisoned_collection_fails_alone_in_the_error_shape(settings, serve) -
         other = http.post("/add/document", json={"text": "still fine", "collection": "other"})
         assert other.status_code == 200, other.text
         assert http.get("/status", params={"collection": "other"}).json()["chunks"] == 1
+    listing = {row["name"]: row for row in again.client().get("/collections").json()["collections"]}
+    assert listing["docs"]["error"]["code"] == "STORE_CORRUPTED" and listing["other"]["points"] == 1
 
 
 def test_check_reports_it_and_repair_rebuilds_it(settings, open_hub) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends
 
 from rag_api.auth import require_reader
+from rag_api.errors import StoreUnavailable
 from rag_api.hub import Hub
 from rag_api.routes.deps import get_hub
 
@@ -15,7 +16,10 @@ def describe(hub: Hub, name: str) -> dict:
     """A collection's configuration and its live state in the store."""
     collection = hub.collections[name]
     cfg = collection.cfg
-    info = collection.info(refresh=True)
+    try:
+        info, error = collection.info(refresh=True), None
+    except StoreUnavailable as exc:  # one unreadable collection does not hide the others
+        info, error = None, {"code": exc.code, "message": exc.message}
     return {
         "name": name,
         "description": cfg.description,
@@ -31,6 +35,7 @@ def describe(hub: Hub, name: str) -> dict:
         "physical": info.physical if info else None,
         "points": info.points if info else 0,
         "hybrid": bool(info and info.has_sparse),
+        **({"error": error} if error else {}),
     }
 
 
