@@ -118,7 +118,7 @@ class UpstreamUnavailable(RagError):
     status = 503
 
     def __init__(self, upstream: str, detail: str) -> None:
-        super().__init__(f"{upstream} unavailable: {_cut(detail)}")
+        super().__init__(redact(f"{upstream} unavailable: {_cut(detail)}"))
         self.upstream = upstream
 
 
@@ -161,5 +161,5 @@ class NotReady(RagError):
 
 
 def _cut(text: str, limit: int = 200) -> str:
-    text = redact(" ".join(str(text).split()))
+    text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"

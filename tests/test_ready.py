@@ -66,3 +66,16 @@ def test_ready_details_need_the_reader_key(tmp_path: Path, make_settings, serve)
         private = client.get("/ready", headers={"Authorization": "Bearer reader"}).json()
         assert private["error"]["message"].startswith("not ready: disk: not enough free disk")
         assert str(tmp_path) in private["error"]["message"]
+
+
+def test_an_upstream_error_never_names_credentials(
+    tmp_path: Path, make_settings, serve, fake_ollama
+) -> None:
+    authority = fake_ollama.url.split("://", 1)[1]
+    embedder = {"provider": "ollama", "model": "nomic-embed-text", "dim": 768}
+    config = write_config(tmp_path / "c.yaml", {"docs": hash_collection(embedder=embedder)})
+    server = serve(make_settings(config, ollama_url=f"http://admin:s3cret@{authority}"))
+    fake_ollama.stop()
+    with server.client() as client:
+        error = assert_error_shape(client.get("/ready"), 503, "NOT_READY")
+        assert f"Ollama at http://***@{authority}" in error["message"], error
