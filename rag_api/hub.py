@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import logging
+import time
 
+from rag_api import generations
 from rag_api.collection import Collection
 from rag_api.config import HubConfig, load_config
 from rag_api.embedding import EmbeddingRouter
 from rag_api.errors import CollectionDisabled, RagError
 from rag_api.generation import GeneratorRouter
+from rag_api.open_marker import OpenMarker
 from rag_api.rerank import load_cross_encoder
 from rag_api.settings import Settings
 from rag_api.store import Store, open_store
@@ -23,6 +26,7 @@ class Hub:
         self.settings = settings
         self.config = config
         self.store = store
+        self.marker: OpenMarker | None = None  # set by open(): a hub built by hand keeps none
         self.embeddings = EmbeddingRouter(settings)
         self.generators = GeneratorRouter(settings)
         self.collections = {
@@ -32,9 +36,38 @@ class Hub:
 
     @classmethod
     def open(cls, settings: Settings, config: HubConfig | None = None) -> Hub:
-        """Load collections.yaml and open the store (the embedded one locks its folder)."""
+        """Load collections.yaml and open the store (the embedded one locks its folder); after an
+        unclean shutdown, complete the document replacements it cut short."""
         config = config or load_config(settings.config)
-        return cls(settings, config, open_store(settings))
+        hub = cls(settings, config, open_store(settings))
+        store = hub.store
+        hub.marker = OpenMarker.place(settings.data_dir, store.location, store.embedded)
+        if hub.marker.stale:
+            try:
+                hub.recover()
+            except BaseException:
+                hub.close()  # releases the embedded store's lock
+                raise
+        return hub
+
+    def recover(self) -> None:
+        """Complete every collection's torn replacements (see rag_api.generations); a collection
+        that cannot be read now is tried again at the next open."""
+        assert self.marker is not None
+        started, torn, failed = time.monotonic(), 0, False
+        for collection in self.collections.values():
+            try:
+                torn += len(generations.recover(collection))
+            except RagError as exc:
+                failed = True
+                log.error("%s: not recovered after the crash: %s", collection.name, exc.message)
+        if not failed:
+            self.marker.recovered()
+        log.info(
+            "the store was not closed cleanly: %d torn replacements completed in %.2f s",
+            torn,
+            time.monotonic() - started,
+        )
 
     def collection(self, name: str | None = None, *, enabled_only: bool = True) -> Collection:
         """A configured collection (default_collection when name is None)."""
@@ -70,3 +103,5 @@ class Hub:
 
     def close(self) -> None:
         self.store.close()
+        if self.marker is not None:
+            self.marker.remove()

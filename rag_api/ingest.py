@@ -11,9 +11,11 @@ from typing import Any
 
 import numpy as np
 
+from rag_api import generations
 from rag_api.chunking import Chunk
 from rag_api.collection import Collection
 from rag_api.errors import EmbedderUnavailable
+from rag_api.generations import GEN_FIELD
 from rag_api.metadata import require_metadata
 from rag_api.sequence import SEQ_FIELD
 from rag_api.store import PointData, Record, Selector, point_id
@@ -23,6 +25,7 @@ log = logging.getLogger("rag_api.ingest")
 # so fewer, larger calls come closer to encoding everything at once
 EMBED_BATCH_CHUNKS = 2048
 REUSE_FIELDS = ["embedder", "content_hash"]
+EXISTING_FIELDS = [SEQ_FIELD, GEN_FIELD]
 
 
 @dataclass
@@ -49,7 +52,9 @@ class DocumentWrite:
     """Make the points selected by `scope` be exactly `chunks` (an empty list deletes them).
 
     Prepared first (existing vectors are reused by content hash, only new texts embedded), then
-    committed under the collection's write lock: overwrite by id, drop what is left over.
+    committed under the collection's write lock: overwrite by id, drop what is left over. A scope
+    by source or file (not by ids) is a whole document, replaced by a new generation of it: a
+    crash between the overwrite and the drop is completed at the next open (rag_api.generations).
     """
 
     collection: Collection
@@ -98,8 +103,7 @@ class DocumentWrite:
         with coll.lock.write():
             # read the scope now, under the lock: a concurrent writer may have added points
             existing = {
-                r.id: r.payload.get(SEQ_FIELD)
-                for r in self._existing(physical, self.scope, [SEQ_FIELD])
+                r.id: r.payload for r in self._existing(physical, self.scope, EXISTING_FIELDS)
             }
             seqs = self.seqs or self._numbers(physical, ids, existing)
             points = []
@@ -118,6 +122,9 @@ class DocumentWrite:
                     "indexed_at": now,
                 }
                 points.append(PointData(pid, self.vectors[digest], payload, sv))
+            replaced = existing.values() if self.scope.ids is None else None
+            generations.stamp(coll.store, physical, [p.payload for p in points], replaced)
+            # one operation each: the engine applies it whole or not at all, even across a crash
             coll.store.upsert(physical, points)
             keep = set(ids)
             stale = [pid for pid in existing if pid not in keep]
@@ -130,9 +137,10 @@ class DocumentWrite:
             written=len(points),
         )
 
-    def _numbers(self, physical: str, ids: list[str], existing: dict[str, Any]) -> list[int]:
+    def _numbers(self, physical: str, ids: list[str], existing: dict[str, dict]) -> list[int]:
         """Each point's chunk number: the one it already has when overwritten in place, else new."""
-        kept = [existing.get(pid) if isinstance(existing.get(pid), int) else None for pid in ids]
+        seqs = [existing.get(pid, {}).get(SEQ_FIELD) for pid in ids]
+        kept = [seq if isinstance(seq, int) else None for seq in seqs]
         fresh = iter(self.collection.sequence.allocate(physical, kept.count(None)))
         return [seq if seq is not None else next(fresh) for seq in kept]
 

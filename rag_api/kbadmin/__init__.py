@@ -20,9 +20,10 @@ omitted). Design decisions where the guide's in-memory index and Qdrant differ:
 - /upsert/document replaces the API chunks of its source in one commit (new chunks upserted, old
   ones deleted under the collection's write lock, which searches take shared), so a search sees
   the old document or the new one, never neither or both; an embedder failure raises before
-  anything is written (503, old version intact). kb-file chunks are the folder's: /upsert leaves
-  them alone, /remove deletes them until their file is reconciled again, /chunks/update edits
-  them and marks their file for re-indexing so /reload restores the file's text.
+  anything is written (503, old version intact). A crash between the two leaves both stored:
+  the next open keeps the newest (rag_api.generations). kb-file chunks are the folder's: /upsert
+  leaves them alone, /remove deletes them until their file is reconciled again, /chunks/update
+  edits them and marks their file for re-indexing so /reload restores the file's text.
 - Scores shown (/search, /context, listings with a query) are cosine similarities, the scale of
   the pipeline's thresholds; the order of /search and /context is the retrieval's (hybrid RRF by
   default), filtered by the cosine threshold exactly as the injection does.
