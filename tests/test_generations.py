@@ -1,6 +1,6 @@
 """Document generations: each replacement writes a new one, other writes join the current one, and
-a document left holding two (a replacement cut short) is completed when the store is opened after
-a crash."""
+a document left holding two (a replacement cut short) is found by check, fixed by --repair, and
+completed when the store is opened after a crash."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from rag_api.hub import Hub
 from rag_api.kbadmin import writes
 from rag_api.kbadmin.schemas import AddChunks, UpdateChunk, UpsertDocument
 from rag_api.open_marker import FOLDER, OpenMarker
+from rag_api.ops.check import run_check
 from rag_api.store import PointData, Record, Selector
 from rag_api.sync import sync_collection
 from tests.conftest import hash_collection, write_config
@@ -124,6 +125,30 @@ def test_each_replacement_is_a_new_generation_and_other_writes_join_it(world, op
     [kb_second] = generations(hub, KB_FILE)
     assert kb_second > kb_first
     assert find_torn(hub.store, docs.info().physical) == []
+
+
+@pytest.mark.parametrize("strip_generation", [False, True], ids=["tagged", "pre-generation"])
+def test_check_finds_two_versions_and_repair_keeps_the_newest(
+    world, open_hub, strip_generation: bool
+) -> None:
+    settings, kb = world
+    hub = open_hub(settings)
+    torn_world(hub, kb, strip_generation)
+    doc, file = versions(hub)
+    assert doc == Counter({1: 4, 2: 4}) and set(file) == {"1", "2"}
+
+    document = run_check(hub, sample=0).as_dict()
+    found = {(f["check"], f["subject"]) for f in document["findings"]}
+    assert {("versions", "doc"), ("versions", "notes.txt")} <= found
+    assert document["exit_code"] == 1
+    detail = next(f["detail"] for f in document["findings"] if f["subject"] == "doc")
+    assert "source 'doc' holds 2 versions (4 chunks of" in detail
+
+    repaired = run_check(hub, repair=True, sample=0).as_dict()
+    assert repaired["exit_code"] == 0, repaired
+    assert any(r["action"] == "kept the newest version" for r in repaired["repairs"])
+    assert versions(hub) == (Counter({2: 4}), Counter({"2": file["2"]}))
+    assert run_check(hub, sample=0).as_dict()["findings"] == []
 
 
 @pytest.mark.parametrize("engine", ["edge"])

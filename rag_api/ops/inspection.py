@@ -3,8 +3,8 @@
 `inspect_collection` only reads; it returns the findings and a `RepairPlan` of what can be fixed
 safely (see rag_api.ops.repair). Checks: store (every point can be read back), alias, dimension,
 embedder, files (every kb file indexed with its current hash and all its chunks), orphans,
-payload, duplicates, vectors (a sample re-embedded now), sparse (BM25 vectors where the mode uses
-them).
+payload, duplicates, versions (a document replacement cut short: two generations of one
+document), vectors (a sample re-embedded now), sparse (BM25 vectors where the mode uses them).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from rag_api import kb
 from rag_api.chunking import UnreadableFile, read_chunks
 from rag_api.collection import Collection
 from rag_api.errors import KbFolderMissing, RagError, StoreCorrupted
+from rag_api.generations import VersionIndex
 from rag_api.ingest import content_hash, embed_texts
 from rag_api.metadata import value_problem
 from rag_api.ops.findings import ERROR, WARNING, Finding
@@ -38,9 +39,11 @@ class RepairPlan:
     duplicates: set[str] = field(default_factory=set)  # point ids to delete
     sparse: set[str] = field(default_factory=set)  # point ids to give their BM25 vector back
     rebuild: str | None = None  # a physical collection holding unreadable data
+    torn: bool = False  # documents holding two generations: keep each one's newest
 
     def __bool__(self) -> bool:
-        return bool(self.reindex or self.orphans or self.duplicates or self.sparse or self.rebuild)
+        plan = (self.reindex, self.orphans, self.duplicates, self.sparse, self.rebuild, self.torn)
+        return any(plan)
 
 
 @dataclass
@@ -71,6 +74,7 @@ class _Scan:
     files: dict[str, dict[tuple[str, int], tuple[str, str]]] = field(default_factory=dict)
     bad: list[tuple[str, str, str | None]] = field(default_factory=list)  # id, why, file
     sampleable: list[str] = field(default_factory=list)  # ids of healthy points of our model
+    versions: VersionIndex = field(default_factory=VersionIndex)
 
 
 def inspect_collection(
@@ -120,6 +124,7 @@ def _inspect(collection: Collection, sample: int, max_bytes: int) -> Inspection:
     _check_embedder(collection, scan, result)
     _check_payloads(scan, {item.rel for item in files}, result)
     _check_duplicates(collection, scan, result)
+    _check_versions(scan, result)
     if listed:
         _check_files(collection, files, skipped, scan, result)
     if result.writable and sample:
@@ -137,6 +142,7 @@ def _scan(collection: Collection, info: CollectionInfo) -> _Scan:
         payload = record.payload
         text, source = extract_text(payload), extract_source(payload)
         scan.embedders[payload.get("embedder")] += 1
+        scan.versions.add(record.id, payload)
         chunk_index = payload.get("chunk_index")
         origin_file = payload.get("file") if payload.get("origin") == "file" else None
         if not source:
@@ -195,6 +201,17 @@ def _check_duplicates(collection: Collection, scan: _Scan, result: Inspection) -
             repairable=True,
         )
         result.plan.duplicates.update(extra)
+
+
+def _check_versions(scan: _Scan, result: Inspection) -> None:
+    for torn in scan.versions.torn():
+        result.add(
+            "versions",
+            f"{torn.describe()}: a replacement was cut short; --repair keeps the newest",
+            subject=torn.key[1],
+            repairable=True,
+        )
+        result.plan.torn = True
 
 
 def _check_files(

@@ -6,6 +6,7 @@ import logging
 
 from rag_api import kb
 from rag_api.collection import Collection
+from rag_api.generations import recover
 from rag_api.ingest import delete_points
 from rag_api.ops.findings import Repair
 from rag_api.ops.inspection import RepairPlan
@@ -18,12 +19,17 @@ log = logging.getLogger("rag_api.ops.repair")
 def apply_repairs(
     collection: Collection, plan: RepairPlan, max_bytes: int = kb.DEFAULT_MAX_BYTES
 ) -> list[Repair]:
-    """Rebuild an unreadable store; delete duplicates and orphans, re-index files, restore BM25
-    vectors; say what was done."""
+    """Rebuild an unreadable store; complete torn replacements, delete duplicates and orphans,
+    re-index files, restore BM25 vectors; say what was done."""
     name = collection.name
     done: list[Repair] = []
     if plan.rebuild:
         done.append(_rebuild(collection, plan.rebuild))
+    if plan.torn:
+        torn = recover(collection)  # found again under the lock: a write may have settled one
+        points = sum(len(document.doomed) for document in torn)
+        detail = f"{len(torn)} documents, {points} points deleted"
+        done.append(Repair(name, "kept the newest version", detail))
     if plan.duplicates:
         deleted = delete_points(collection, Selector(ids=tuple(sorted(plan.duplicates))))
         done.append(Repair(name, "deleted duplicates", f"{deleted} points"))
