@@ -5,6 +5,8 @@ it and `--repair` rebuilds it from the readable points and its kb folder."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -15,8 +17,16 @@ from rag_api.hub import Hub
 from rag_api.ops.check import run_check
 from rag_api.retrieval import SearchRequest, search
 from rag_api.store import PointData, point_id
+from rag_api.store.edge import EdgeStore
 from rag_api.sync import sync_collection
-from tests.conftest import LiveServer, assert_error_shape, hash_collection, run_cli, write_config
+from tests.conftest import (
+    LiveServer,
+    assert_error_shape,
+    cli_env,
+    hash_collection,
+    run_cli,
+    write_config,
+)
 
 
 def nested(depth: int) -> list:
@@ -93,3 +103,42 @@ def test_check_reports_it_and_repair_rebuilds_it(settings, open_hub) -> None:
     assert hits[0].source == "zebras.md"
     quarantined = list((settings.data_dir / "qdrant" / ".quarantine").iterdir())
     assert len(quarantined) == 1
+
+
+CRASH_AFTER_POISON = """
+import os, sys
+from pathlib import Path
+import numpy as np
+from rag_api.store import PointData
+from rag_api.store.edge import EdgeStore
+from tests.test_poisoned_store import nested
+store = EdgeStore(Path(sys.argv[1]))
+store.create_physical("docs__v1", 4)
+write = lambda pid, payload: store.upsert("docs__v1", [PointData(pid, np.ones(4), payload)])
+write("00000000-0000-0000-0000-00000000000a", {"text": "before"})
+write("00000000-0000-0000-0000-00000000000b", {"text": "poison", "metadata": {"k": nested(126)}})
+write("00000000-0000-0000-0000-00000000000c", {"text": "after"})
+os._exit(0)  # killed: nothing flushed, every write lives in the write-ahead log only
+"""
+
+
+def test_a_crash_after_the_poison_keeps_the_writes_before_it(tmp_path: Path) -> None:
+    root = tmp_path / "qdrant"
+    crash = [sys.executable, "-c", CRASH_AFTER_POISON, str(root)]
+    subprocess.run(crash, check=True, env=cli_env(), timeout=120)
+    store = EdgeStore(root)
+    try:
+        rebuilt = store.rebuild("docs__v1")
+        assert [r.payload["text"] for r in store.iter_records("docs__v1")] == ["before"]
+        assert (rebuilt.kept, rebuilt.replayed) == (1, False)
+        store.upsert("docs__v1", [PointData(point_id("d", "new", 0), np.ones(4), {"text": "new"})])
+    finally:
+        store.close()
+    reopened = EdgeStore(root)
+    try:
+        assert sorted(r.payload["text"] for r in reopened.iter_records("docs__v1")) == [
+            "before",
+            "new",
+        ]
+    finally:
+        reopened.close()

@@ -62,7 +62,10 @@ def _rebuild(collection: Collection, physical: str) -> Repair:
     if rebuilt.dropped:
         detail += f" ({', '.join(rebuilt.dropped[:5])}{' …' if len(rebuilt.dropped) > 5 else ''})"
     if not rebuilt.replayed:
-        detail += "; its write-ahead log was unreadable: writes after its last flush (a clean stop flushes) are lost"
+        detail += (
+            "; its write-ahead log replayed only up to the unreadable write: that write and the "
+            "ones after it since the last flush (a clean stop flushes) are lost"
+        )
     return Repair(collection.name, "rebuilt the store", f"{detail}; old data in {rebuilt.old_copy}")
 
 

@@ -5,8 +5,9 @@ such metadata) is stored fine, but then every read that touches it fails, and so
 of its write-ahead log when the shard is opened again. The engine cannot skip one bad log entry or
 point, so the way out is a new shard with everything still readable:
 
-1. Open the shard as it is; if its log cannot be replayed, open a copy of its segments without
-   the log (writes since the last flush are then lost: a clean shutdown flushes).
+1. Open the shard as it is. If its log cannot be replayed, open a copy of its segments without
+   the log: the failed open has replayed the entries before the undecodable one into the
+   segments, so only that write and the ones after it since the last flush are lost.
 2. List every point id (ids and vectors decode, payloads may not), read the points back in
    batches, halving a batch that fails until the unreadable points are isolated; drop those and
    any payload the store could not hold (rag_api.metadata.value_problem).

@@ -161,5 +161,5 @@ class Rebuilt:
 
     kept: int  # points copied into the new collection
     dropped: tuple[str, ...]  # ids of the points that could not be read back
-    replayed: bool  # False: the write-ahead log was unreadable, unflushed writes are lost
+    replayed: bool  # False: the write-ahead log was replayed only up to its unreadable entry
     old_copy: str  # where the old data was moved
