@@ -141,6 +141,9 @@ def test_every_error_has_the_one_shape(small: LiveServer) -> None:
             "metadata key 'a.b'"
             in assert_error_shape(bad_filter, 422, "INVALID_REQUEST")["message"]
         )
+        many = {"query": "x", "sources": [f"s{i}" for i in range(1025)]}
+        too_many = assert_error_shape(client.post("/query/docs", json=many), 422, "INVALID_REQUEST")
+        assert too_many["message"].startswith("sources: List should have at most 1024 items")
         too_big = {"query": "x", "filters": {"metadata": {"k": 2**63}}}
         huge_int = assert_error_shape(
             client.post("/query/docs", json=too_big), 422, "INVALID_REQUEST"
