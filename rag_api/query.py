@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from rag_api.answer import answer
 from rag_api.config import Mode, check_metadata_keys
 from rag_api.hub import Hub
-from rag_api.metadata import MAX_KEYS
+from rag_api.metadata import MAX_KEYS, value_problem
 from rag_api.retrieval import SearchRequest, search
 
 MetadataValue = str | int | float | bool
@@ -25,6 +25,14 @@ class Filters(BaseModel):
     source_prefix: Annotated[str, Field(min_length=1, max_length=512)] | None = None
 
     _keys = field_validator("metadata")(check_metadata_keys)
+
+    @field_validator("metadata")
+    @classmethod
+    def _matchable(cls, value: dict[str, MetadataValue]) -> dict[str, MetadataValue]:
+        """Values the store can compare (the CLI builds this model without a JSON body)."""
+        if problem := value_problem(value):
+            raise ValueError(problem[1])
+        return value
 
 
 class SearchFields(BaseModel):

@@ -71,6 +71,8 @@ def test_usage_errors_exit_2(workspace: dict[str, str]) -> None:
     assert run_cli("query", "docs", env=workspace).returncode == 2
     assert run_cli("query", "docs", "x", "--mode", "fuzzy", env=workspace).returncode == 2
     assert run_cli("query", "docs", "x", "--filter", "novalue", env=workspace).returncode == 2
+    huge = run_cli("query", "docs", "x", "--filter", f"n={2**64}", env=workspace)
+    assert huge.returncode == 2 and "integer outside the signed 64-bit range" in huge.stderr
     assert run_cli("frobnicate", env=workspace).returncode == 2
     assert run_cli("--help").returncode == 0 and run_cli("-h").stdout.startswith("Usage: rag-hub")
 
