@@ -51,6 +51,8 @@ def check_metadata(value: Any) -> MetadataMap:
                 _check_scalar(key, element)
         else:
             _check_scalar(key, item)
+    if problem := value_problem(value):  # lone surrogates, NaN, integers beyond 64 bits
+        raise InvalidMetadata(problem[1])
     size = len(json.dumps(value, ensure_ascii=False).encode())
     if size > MAX_BYTES:
         raise InvalidMetadata(f"is {size} bytes as JSON; the limit is {MAX_BYTES}")
@@ -124,22 +126,11 @@ def _check_key(key: Any) -> None:
 
 
 def _check_scalar(key: str, value: Any) -> None:
-    if value is None or isinstance(value, bool):
-        return
-    if isinstance(value, int):
-        if not INT_MIN <= value <= INT_MAX:
-            raise InvalidMetadata(f"key {key!r}: integer outside the signed 64-bit range")
-    elif isinstance(value, float):
-        if not math.isfinite(value):
-            raise InvalidMetadata(f"key {key!r}: NaN and Infinity are not JSON numbers")
-    elif isinstance(value, str):
-        if len(value) > STRING_MAX_CHARS:
-            raise InvalidMetadata(
-                f"key {key!r}: a string of {len(value)} characters; the limit is {STRING_MAX_CHARS}"
-            )
-        if problem := unsafe_text(value):
-            raise InvalidMetadata(f"key {key!r}: {problem}")
-    else:
+    if isinstance(value, str) and len(value) > STRING_MAX_CHARS:
+        raise InvalidMetadata(
+            f"key {key!r}: a string of {len(value)} characters; the limit is {STRING_MAX_CHARS}"
+        )
+    if value is not None and not isinstance(value, str | int | float):  # bool is an int
         raise InvalidMetadata(
             f"key {key!r}: {_kind(value)} is not allowed; metadata values are strings, numbers, "
             "booleans, null or flat lists of those"
