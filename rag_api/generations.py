@@ -27,8 +27,8 @@ process, readers never see two generations: a replacement holds the collection's
 both operations, and searches and listings take its read lock.
 
 The cost: recovery reads four payload fields of every point, about as long as the `seq` scan
-every hub makes before its first write (scripts/bench_recovery.py: 0.66 s against 0.63 s for
-20,000 points on a busy 2-core machine), and only after an unclean shutdown. `rag-hub check`
+every hub makes before its first write (scripts/bench_recovery.py, 20,000 points on the 2-core
+machine: 0.22 s against 0.17 s), and only after an unclean shutdown. `rag-hub check`
 reports a document holding two generations as `versions`; `--repair` keeps the newest too.
 """
 
