@@ -14,6 +14,7 @@ from rag_api.hub import Hub
 from rag_api.json_body import JsonBodies
 from rag_api.kbadmin.writes import drop_temporary
 from rag_api.limits import BodyLimit
+from rag_api.ops.listening import announce, withdraw
 from rag_api.readiness import disk_problem
 from rag_api.routes import admin, collections, health, indexer, openai, ops, query
 from rag_api.settings import Settings
@@ -31,6 +32,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         opened = hub or await anyio.to_thread.run_sync(Hub.open, settings)
+        record = None
         try:
             await anyio.to_thread.run_sync(opened.load_models)
             await anyio.to_thread.run_sync(drop_temporary, opened)  # persist: false ends here
@@ -41,6 +43,7 @@ def create_app(
             low = disk_problem(opened)
             if low is not None:
                 log.warning("%s", low.message)
+            record = announce(settings)  # CLI reads find this server by it
             if watch:
                 from indexer import Watcher
 
@@ -51,6 +54,7 @@ def create_app(
                 await anyio.to_thread.run_sync(app.state.watcher.stop)
                 app.state.watcher = None
             app.state.hub = None
+            withdraw(record)
             if hub is None:
                 await anyio.to_thread.run_sync(opened.close)
 

@@ -45,6 +45,11 @@ async def require_reader(request: Request) -> None:
 
 async def require_admin(request: Request) -> None:
     """Writes: open unless RAG_ADMIN_API_KEY is set; then only that key."""
+    check_admin(request)
+
+
+def check_admin(request: Request) -> None:
+    """require_admin for a route that needs the admin key only for some requests."""
     key = _settings(request).admin_api_key
     if key and not _matches(bearer_token(request), key):
         raise Unauthorized("this endpoint changes the knowledge base: it needs RAG_ADMIN_API_KEY")

