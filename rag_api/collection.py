@@ -129,7 +129,7 @@ class Collection:
         return (
             f"collection '{self.name}' stores {info.dim}-dimensional vectors but collections.yaml "
             f"configures {self.cfg.embedder.dim} ({self.embedder_id}); "
-            f"{self.migrate_hint()} to re-embed it"
+            f"{self.migrate_hint()}"
         )
 
     def migrate_hint(self) -> str:
@@ -138,5 +138,8 @@ class Collection:
         e = self.cfg.embedder
         problem = offline_problem(e)
         if problem is not None:
-            return f"correct collections.yaml ({problem}), then migrate"
-        return f"run `rag-hub migrate {self.name} --provider {e.provider} --model {e.model} --dim {e.dim}`"
+            return f"correct collections.yaml first ({problem})"
+        command = (
+            f"rag-hub migrate {self.name} --provider {e.provider} --model {e.model} --dim {e.dim}"
+        )
+        return f"run `{command}` to re-embed it"
