@@ -306,9 +306,8 @@ def query(
         raise click.BadParameter(exc.errors()[0]["msg"]) from None
     # the response carries the LLM's warning: printed below, not logged as well
     logging.getLogger("rag_api.answer").setLevel(logging.ERROR)
-    with store_owner(
-        settings, admin=False, quiet=True
-    ) as owner:  # the server's, when it owns the store
+    # through the server when it owns the store, with the reader key
+    with store_owner(settings, admin=False, quiet=True) as owner:
         response = owner.query(collection, body)
     if as_json:
         click.echo(json.dumps(response, indent=2, ensure_ascii=False))
@@ -329,9 +328,8 @@ def query(
 @domain_errors
 def collections_(settings: Settings, as_json: bool) -> None:
     """List the configured collections and what the store holds."""
-    with store_owner(
-        settings, admin=False, quiet=True
-    ) as owner:  # the server's, when it owns the store
+    # through the server when it owns the store, with the reader key
+    with store_owner(settings, admin=False, quiet=True) as owner:
         rows = owner.collections()
     if as_json:
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
