@@ -93,7 +93,8 @@ def answer(
         {"role": "user", "content": question},
     ]
     generation = Generation(generator.name, generator.model)
-    upstream = generator.stream(
+    upstream = generators.stream(
+        cfg.llm,
         messages,
         generation,
         cfg.llm.temperature if temperature is None else temperature,

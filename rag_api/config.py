@@ -82,6 +82,15 @@ class RerankConfig(Strict):
     enabled: bool = True
 
 
+class LLMTimeouts(Strict):
+    """Seconds: to connect; of silence before the first piece of the answer (and between two
+    pieces); for the whole answer. A timeout before the first piece -> extractive answer."""
+
+    connect: Annotated[float, Field(gt=0, le=300)] = 5.0
+    first_token: Annotated[float, Field(gt=0, le=3600)] = 30.0
+    total: Annotated[float, Field(gt=0, le=86_400)] = 300.0
+
+
 class LLMConfig(Strict):
     provider: Literal["ollama", "openai", "extractive"] = "extractive"
     model: str | None = None
@@ -89,7 +98,16 @@ class LLMConfig(Strict):
     api_key_env: str | None = None
     temperature: Annotated[float, Field(ge=0.0, le=2.0)] = 0.2
     max_tokens: Annotated[int, Field(gt=0)] | None = None
-    timeout: Annotated[float, Field(gt=0)] = 120.0
+    timeouts: LLMTimeouts = LLMTimeouts()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_timeout(cls, data: Any) -> Any:
+        # `timeout: N` (before `timeouts`) bounded every wait: it is the whole answer's bound now
+        if isinstance(data, dict) and "timeout" in data and "timeouts" not in data:
+            data = dict(data)
+            data["timeouts"] = {"total": data.pop("timeout")}
+        return data
 
     @model_validator(mode="after")
     def _model_needed(self) -> LLMConfig:

@@ -5,14 +5,17 @@ from __future__ import annotations
 import os
 import re
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rag_api.config import LLMConfig
+from rag_api.breaker import CircuitBreaker
+from rag_api.config import LLMConfig, LLMTimeouts
 from rag_api.errors import LLMUnavailable
 from rag_api.prompts import Cited, pack
+from rag_api.redact import redact
 from rag_api.settings import Settings
 from rag_api.store import SparseEncoder
 
@@ -57,12 +60,12 @@ class Generator(ABC):
 class OllamaGenerator(Generator):
     name = "ollama"
 
-    def __init__(self, model: str, base_url: str, timeout: float) -> None:
+    def __init__(self, model: str, base_url: str, timeouts: LLMTimeouts) -> None:
         import ollama
 
         self.model = model
         self.base_url = base_url
-        self._client = ollama.Client(host=base_url, timeout=timeout)
+        self._client = ollama.Client(host=base_url, timeout=http_timeout(timeouts))
 
     def stream(
         self, messages: Messages, generation: Generation, temperature: float, max_tokens: int | None
@@ -93,13 +96,18 @@ class OllamaGenerator(Generator):
 class OpenAIGenerator(Generator):
     name = "openai"
 
-    def __init__(self, model: str, base_url: str, api_key: str | None, timeout: float) -> None:
+    def __init__(
+        self, model: str, base_url: str, api_key: str | None, timeouts: LLMTimeouts
+    ) -> None:
         import openai
 
         self.model = model
         self.base_url = base_url
         self._client = openai.OpenAI(
-            base_url=base_url, api_key=api_key or "not-needed", timeout=timeout, max_retries=0
+            base_url=base_url,
+            api_key=api_key or "not-needed",
+            timeout=http_timeout(timeouts),
+            max_retries=0,
         )
 
     def stream(
@@ -139,6 +147,14 @@ class OpenAIGenerator(Generator):
             response.close()
 
 
+def http_timeout(timeouts: LLMTimeouts) -> Any:
+    """The HTTP client's bounds: `connect` to connect, `first_token` for every other wait (the
+    response head, the first piece, any silence between pieces); `total` is enforced per piece."""
+    import httpx
+
+    return httpx.Timeout(timeouts.first_token, connect=timeouts.connect)
+
+
 def _next(iterator: Iterator[Any], upstream: str) -> Any:
     try:
         return next(iterator, None)
@@ -147,33 +163,89 @@ def _next(iterator: Iterator[Any], upstream: str) -> Any:
 
 
 class GeneratorRouter:
-    """One generator per (provider, model, base URL)."""
+    """One generator per (provider, model, base URL, timeouts); one circuit breaker per upstream
+    server (provider, base URL), shared by every collection and model it serves."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._cache: dict[tuple[str, str | None, str | None], Generator] = {}
+        self._cache: dict[tuple[str, str | None, str | None, LLMTimeouts], Generator] = {}
+        self._breakers: dict[tuple[str, str], CircuitBreaker] = {}
         self._lock = threading.Lock()
 
     def get(self, cfg: LLMConfig) -> Generator | None:
         """The configured LLM, or None for the extractive (no LLM) provider."""
         if cfg.provider == "extractive":
             return None
-        key = (cfg.provider, cfg.model, cfg.base_url)
+        key = (cfg.provider, cfg.model, cfg.base_url, cfg.timeouts)
         with self._lock:
             if key not in self._cache:
                 self._cache[key] = self._build(cfg)
             return self._cache[key]
 
+    def breaker(self, cfg: LLMConfig) -> CircuitBreaker | None:
+        """The circuit breaker of the configured LLM's server (None for extractive)."""
+        if cfg.provider == "extractive":
+            return None
+        key = (cfg.provider, cfg.base_url or self.settings.ollama_url)
+        with self._lock:
+            if key not in self._breakers:
+                self._breakers[key] = CircuitBreaker(
+                    f"{cfg.provider} at {redact(key[1])}",  # the name goes to logs
+                    self.settings.llm_failures,
+                    self.settings.llm_cooldown_s,
+                )
+            return self._breakers[key]
+
+    def stream(
+        self,
+        cfg: LLMConfig,
+        messages: Messages,
+        generation: Generation,
+        temperature: float,
+        max_tokens: int | None,
+    ) -> Iterator[str]:
+        """The configured LLM's pieces (see Generator.stream), refused at once while its server's
+        circuit is open, cut after `timeouts.total`; every outcome is reported to the breaker."""
+        generator, breaker = self.get(cfg), self.breaker(cfg)
+        assert generator is not None and breaker is not None
+        upstream_name = f"LLM {breaker.name} ({cfg.model})"
+        if not breaker.allow():
+            raise LLMUnavailable(
+                upstream_name,
+                f"{breaker.threshold} failures in a row, not called for "
+                f"{breaker.retry_in():.0f} more s",
+            )
+        deadline = time.monotonic() + cfg.timeouts.total
+        upstream = generator.stream(messages, generation, temperature, max_tokens)
+        verdict = breaker.abandoned  # the reader stopped before any piece: no verdict
+        try:
+            for piece in upstream:
+                if time.monotonic() > deadline:
+                    raise LLMUnavailable(
+                        upstream_name, f"no complete answer within {cfg.timeouts.total:g} s"
+                    )
+                verdict = breaker.succeeded  # a piece came: the server works (unless it breaks)
+                yield piece
+            verdict = breaker.succeeded
+        except LLMUnavailable:
+            verdict = breaker.failed
+            raise
+        finally:
+            upstream.close()  # type: ignore[attr-defined]
+            verdict()
+
     def _build(self, cfg: LLMConfig) -> Generator:
         assert cfg.model is not None
         if cfg.provider == "ollama":
-            return OllamaGenerator(cfg.model, cfg.base_url or self.settings.ollama_url, cfg.timeout)
+            return OllamaGenerator(
+                cfg.model, cfg.base_url or self.settings.ollama_url, cfg.timeouts
+            )
         if not cfg.base_url:
             raise LLMUnavailable(
                 f"LLM {cfg.model}", "provider 'openai' needs base_url in collections.yaml"
             )
         api_key = os.environ.get(cfg.api_key_env) if cfg.api_key_env else None
-        return OpenAIGenerator(cfg.model, cfg.base_url, api_key, cfg.timeout)
+        return OpenAIGenerator(cfg.model, cfg.base_url, api_key, cfg.timeouts)
 
 
 class ThinkFilter:

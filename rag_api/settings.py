@@ -45,6 +45,11 @@ class Settings(BaseSettings):
     max_file_bytes: int = Field(default=DEFAULT_MAX_BYTES, gt=0)  # larger kb files are skipped
     watch_debounce_s: float = Field(default=1.0, ge=0)  # a file is indexed once quiet this long
     watch_rescan_s: float = Field(default=300.0, ge=0)  # full reconcile period; 0 = only at start
+    # LLM upstreams: answers generated at once (more wait their turn, holding no worker), and
+    # the circuit breaker: this many failures in a row stop calls to a server for the cool-down
+    max_generations: int = Field(default=4, ge=1)
+    llm_failures: int = Field(default=3, ge=1)
+    llm_cooldown_s: float = Field(default=30.0, gt=0)
 
     @field_validator("qdrant_url", "qdrant_api_key", "api_key", "admin_api_key", mode="before")
     @classmethod

@@ -44,7 +44,10 @@ def client(tmp_path_factory, ollama):
     shipped = yaml.safe_load((REPO / "collections.yaml").read_text())
     docs = {**shipped["collections"]["docs"], "kb": str(REPO / "kb" / "docs")}
     config = write_config(root / "collections.yaml", {"docs": docs})
-    settings = Settings(config=config, data_dir=root / "data", ollama_url=ollama.url)
+    # the tests switch the LLM off and on at will: no circuit breaking in between
+    settings = Settings(
+        config=config, data_dir=root / "data", ollama_url=ollama.url, llm_failures=1000
+    )
     hub, live = start_indexed(settings, "docs")
     yield openai.OpenAI(base_url=live.url + "/v1", api_key="x", max_retries=0)
     live.stop()

@@ -144,6 +144,7 @@ class FakeServer:
         self.routes: dict[tuple[str, str], Callable[[Request], Response]] = {}
         self.reply: str | Callable[[dict], str] = default_reply
         self.token_delay = 0.0
+        self.stall_after: int | None = None  # pieces sent before going silent until `stop`
         self.port = 0
         self.disconnects = 0
         self.disconnected = threading.Event()
@@ -153,6 +154,7 @@ class FakeServer:
         self._failures: list[tuple[int, Any, str | None]] = []
         self._lock = threading.Lock()
         self._server: _Server | None = None
+        self._stopped = threading.Event()
 
     @property
     def url(self) -> str:
@@ -162,6 +164,7 @@ class FakeServer:
     def start(self) -> Self:
         """Listen (on the previous port after a stop, else a free one) and serve in a thread."""
         if self._server is None:
+            self._stopped.clear()
             self._server = _Server(self.port, self)
             self.port = self._server.server_address[1]
             threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
@@ -169,6 +172,7 @@ class FakeServer:
 
     def stop(self) -> None:
         """Close the listener and every open connection: clients get connection refused."""
+        self._stopped.set()  # a stalled stream ends
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -210,10 +214,14 @@ class FakeServer:
         return self.reply(body) if callable(self.reply) else self.reply
 
     def pieces(self, text: str) -> Generator[str]:
-        """Yield the reply in pieces, sleeping `token_delay` before each; counts pieces sent."""
+        """Yield the reply in pieces, sleeping `token_delay` before each; counts pieces sent.
+        After `stall_after` pieces, say nothing more until the server stops."""
         parts = split_pieces(text)
         self.pieces_sent, self.pieces_total = 0, len(parts)
-        for part in parts:
+        for n, part in enumerate(parts):
+            if n == self.stall_after:
+                self._stopped.wait()
+                return
             if self.token_delay:
                 time.sleep(self.token_delay)
             yield part
