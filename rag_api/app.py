@@ -10,6 +10,7 @@ import anyio
 from fastapi import FastAPI
 
 from rag_api.api_errors import install_error_handlers
+from rag_api.generation_pool import GenerationPool
 from rag_api.hub import Hub
 from rag_api.json_body import JsonBodies
 from rag_api.kbadmin.writes import drop_temporary
@@ -31,6 +32,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.generation = GenerationPool(settings.max_generations)
         opened = hub or await anyio.to_thread.run_sync(Hub.open, settings)
         record = None
         try:

@@ -10,6 +10,8 @@ import anyio
 from starlette.responses import StreamingResponse
 from starlette.types import Send
 
+from rag_api.generation_pool import GenerationPool
+
 DONE = "data: [DONE]\n\n"
 HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}  # no proxy buffering
 
@@ -21,7 +23,7 @@ def frame(data: dict[str, Any], event: str | None = None) -> str:
 
 
 class EventStream(StreamingResponse):
-    """SSE from a sync generator that Starlette reads piece by piece in worker threads.
+    """SSE from a sync generator read piece by piece in the generation pool's worker threads.
 
     However the response ends — finished, client disconnected (Starlette cancels the sending task),
     server shutting down — `stream_response` closes the generator and calls `on_close`, which
@@ -29,8 +31,10 @@ class EventStream(StreamingResponse):
     (a worker thread cannot be interrupted), so the upstream stops within one piece.
     """
 
-    def __init__(self, events: Iterator[str], on_close: Callable[[], None]) -> None:
-        super().__init__(events, media_type="text/event-stream", headers=HEADERS)
+    def __init__(
+        self, events: Iterator[str], on_close: Callable[[], None], pool: GenerationPool
+    ) -> None:
+        super().__init__(pool.iterate(events), media_type="text/event-stream", headers=HEADERS)
         self._events = events
         self._on_close = on_close
 

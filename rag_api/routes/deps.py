@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import Request
 
 from rag_api.errors import NotReady
+from rag_api.generation_pool import GenerationPool
 from rag_api.hub import Hub
 
 
@@ -13,3 +14,8 @@ async def get_hub(request: Request) -> Hub:
     if hub is None:
         raise NotReady("the hub is starting: store and models are not open yet")
     return hub
+
+
+async def get_generation(request: Request) -> GenerationPool:
+    """Where routes run LLM work (see rag_api.generation_pool)."""
+    return request.app.state.generation

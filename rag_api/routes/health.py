@@ -15,8 +15,8 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/health")
-def health() -> dict[str, str]:
-    """The process is up."""
+async def health() -> dict[str, str]:
+    """The process is up (answered on the event loop: it never waits for a worker thread)."""
     return {"status": "ok"}
 
 

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse, Response
 
 from rag_api.auth import require_reader
+from rag_api.generation_pool import GenerationPool
 from rag_api.hub import Hub
 from rag_api.openai_compat import chat, responses
 from rag_api.openai_compat.conversation import from_chat, from_responses
@@ -16,7 +17,7 @@ from rag_api.openai_compat.reply import start_reply
 from rag_api.openai_compat.routing import find_model, model_card, models
 from rag_api.openai_compat.schemas import ChatRequest, ResponsesRequest
 from rag_api.openai_compat.sse import EventStream
-from rag_api.routes.deps import get_hub
+from rag_api.routes.deps import get_generation, get_hub
 
 router = APIRouter(tags=["openai"], dependencies=[Depends(require_reader)])
 
@@ -31,23 +32,35 @@ def retrieve_model(model: str, hub: Hub = Depends(get_hub)) -> dict[str, Any]:
     return model_card(hub, find_model(hub, model))
 
 
-def chat_completions(body: ChatRequest, hub: Hub = Depends(get_hub)) -> Response:
+async def chat_completions(
+    body: ChatRequest,
+    hub: Hub = Depends(get_hub),
+    generation: GenerationPool = Depends(get_generation),
+) -> Response:
     """Answer the conversation's last user message from the model's collection."""
-    reply = start_reply(
-        hub, body.model, from_chat(body.messages), body.temperature, body.token_limit
+    conversation = from_chat(body.messages)
+    reply = await generation.run(
+        start_reply, hub, body.model, conversation, body.temperature, body.token_limit
     )
     if body.stream:
-        return EventStream(chat.completion_chunks(reply, body.include_usage), reply.close)
-    return JSONResponse(chat.completion(reply))
+        events = chat.completion_chunks(reply, body.include_usage)
+        return EventStream(events, reply.close, generation)
+    return JSONResponse(await generation.run(chat.completion, reply))
 
 
-def create_response(body: ResponsesRequest, hub: Hub = Depends(get_hub)) -> Response:
+async def create_response(
+    body: ResponsesRequest,
+    hub: Hub = Depends(get_hub),
+    generation: GenerationPool = Depends(get_generation),
+) -> Response:
     """The Responses API over the same pipeline."""
     conversation = from_responses(body.input, body.instructions)
-    reply = start_reply(hub, body.model, conversation, body.temperature, body.max_output_tokens)
+    reply = await generation.run(
+        start_reply, hub, body.model, conversation, body.temperature, body.max_output_tokens
+    )
     if body.stream:
-        return EventStream(responses.response_events(reply, body), reply.close)
-    return JSONResponse(responses.response(reply, body))
+        return EventStream(responses.response_events(reply, body), reply.close, generation)
+    return JSONResponse(await generation.run(responses.response, reply, body))
 
 
 for prefix in ("/v1", ""):

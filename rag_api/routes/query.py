@@ -5,16 +5,25 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends
+from starlette.concurrency import run_in_threadpool
 
 from rag_api.auth import require_reader
+from rag_api.generation_pool import GenerationPool
 from rag_api.hub import Hub
 from rag_api.query import QueryBody, run_query
-from rag_api.routes.deps import get_hub
+from rag_api.routes.deps import get_generation, get_hub
 
 router = APIRouter(tags=["query"], dependencies=[Depends(require_reader)])
 
 
 @router.post("/query/{collection}")
-def query(collection: str, body: QueryBody, hub: Hub = Depends(get_hub)) -> dict[str, Any]:
+async def query(
+    collection: str,
+    body: QueryBody,
+    hub: Hub = Depends(get_hub),
+    generation: GenerationPool = Depends(get_generation),
+) -> dict[str, Any]:
     """Answer a question from one collection, with the passages it is grounded in."""
-    return run_query(hub, collection, body)
+    if body.generate:
+        return await generation.run(run_query, hub, collection, body)
+    return await run_in_threadpool(run_query, hub, collection, body)
