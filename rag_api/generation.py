@@ -196,6 +196,13 @@ class GeneratorRouter:
                 )
             return self._breakers[key]
 
+    def describe(self, cfg: LLMConfig) -> dict[str, Any]:
+        """The LLM as status endpoints show it: provider, model and its server's circuit."""
+        breaker = self.breaker(cfg)
+        if breaker is None:
+            return {"provider": cfg.provider}
+        return {"provider": cfg.provider, "model": cfg.model, "circuit": breaker.describe()}
+
     def stream(
         self,
         cfg: LLMConfig,

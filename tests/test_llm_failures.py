@@ -153,3 +153,21 @@ def test_llm_timeouts_default_to_seconds_and_the_old_key_still_reads() -> None:
     assert llm.timeouts.total > llm.timeouts.first_token
     legacy = LLMConfig.model_validate({"provider": "ollama", "model": "x", "timeout": 90})
     assert legacy.timeouts.total == 90 and legacy.timeouts.first_token == llm.timeouts.first_token
+
+
+def test_ready_and_status_show_the_circuit_without_naming_the_server(
+    llm_hub, provider: str, silent: SilentServer, serve
+) -> None:
+    hub = llm_hub(silent.url, llm_failures=2, llm_cooldown_s=600, api_key="reader-key")
+    live = serve(hub.settings, hub)
+    with live.client() as http:
+        assert http.get("/ready").json()["llm"] == {"docs": "closed"}
+        ask(hub), ask(hub)
+        ready = http.get("/ready")  # no key: the state, never the server's address
+        assert ready.status_code == 200 and ready.json()["llm"] == {"docs": "open"}
+        assert f":{silent.port}" not in ready.text
+        status = http.get("/v1/rag/status", headers={"Authorization": "Bearer reader-key"})
+    llm = status.json()["llm"]
+    assert llm["provider"] == provider and llm["model"] == hub.collection("docs").cfg.llm.model
+    assert llm["circuit"]["state"] == "open" and llm["circuit"]["failures"] == 2
+    assert 0 < llm["circuit"]["retry_in_s"] <= 600

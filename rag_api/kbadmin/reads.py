@@ -59,6 +59,7 @@ def status(hub: Hub, collection: Collection) -> dict[str, Any]:
         "kb_folder": kb.folder_problem(collection.kb_path) if collection.kb_path else None,
         "store": hub.store.location,
         "physical": info.physical if info else None,
+        "llm": hub.generators.describe(cfg.llm),
     }
 
 

@@ -38,13 +38,17 @@ def ready(request: Request) -> dict[str, Any]:
         for name, collection in sorted(hub.collections.items())
         if collection.kb_path is not None and (problem := folder_problem(collection.kb_path))
     }
+    # each LLM server's circuit (closed / open / half-open): answers are extractive while open
+    circuits = {name: hub.generators.breaker(c.cfg.llm) for name, c in hub.collections.items()}
+    llm = {name: breaker.state for name, breaker in sorted(circuits.items()) if breaker}
     if not detailed:
-        return {"status": "ready", "kb_folders": kb_folders}
+        return {"status": "ready", "kb_folders": kb_folders, "llm": llm}
     body: dict[str, Any] = {
         "status": "ready",
         "store": hub.store.location,
         "collections": sorted(hub.collections),
         "kb_folders": kb_folders,
+        "llm": llm,
     }
     disk = getattr(hub.store, "disk", None)
     if disk is not None:
