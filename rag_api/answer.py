@@ -17,8 +17,8 @@ from rag_api.generation import (
     extractive_answer,
     pieces,
 )
+from rag_api.passage import Passage
 from rag_api.prompts import pack, system_prompt
-from rag_api.retrieval import Passage
 
 log = logging.getLogger("rag_api.answer")
 

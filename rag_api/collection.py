@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rag_api import payload
 from rag_api.config import CollectionConfig, EmbedderConfig
 from rag_api.embedder_dims import offline_problem
 from rag_api.embedding import EmbeddingRouter
@@ -38,7 +39,7 @@ class Collection:
         # Writers share this gate for a whole write (prepare, embed, commit); a migration's final
         # catch-up and alias swap hold it alone, so no write lands between the two.
         self.writes = ReadWriteLock()
-        self.sequence = ChunkSequence(self)
+        self.sequence = ChunkSequence(store)
         self._info: tuple[float, CollectionInfo | None] | None = None
         self._stored_embedder: tuple[str, str | None] | None = None
         self._indexed: str | None = None  # the physical collection whose indexes are checked
@@ -102,7 +103,7 @@ class Collection:
         wanted = self.cfg.retrieval.metadata_indexes
         if not wanted or self._indexed == info.physical:
             return
-        fields = {f"metadata.{key}": kind for key, kind in wanted.items()}
+        fields = {payload.metadata_path(key): kind for key, kind in wanted.items()}
         # no collection lock: an index changes no point, and may be created while writes wait
         self.store.ensure_payload_indexes(info.physical, fields)
         self._indexed = info.physical
@@ -111,9 +112,9 @@ class Collection:
         """The embedder recorded in the collection's payloads (None when empty or foreign)."""
         cached = self._stored_embedder
         if cached is None or cached[0] != info.physical:
-            records, _ = self.store.scroll(info.physical, Selector(), 1, fields=["embedder"])
-            value = records[0].payload.get("embedder") if records else None
-            cached = (info.physical, value if isinstance(value, str) else None)
+            records, _ = self.store.scroll(info.physical, Selector(), 1, fields=[payload.EMBEDDER])
+            value = payload.StoredChunk(records[0].payload).embedder if records else None
+            cached = (info.physical, value)
             if records:
                 self._stored_embedder = cached
         return cached[1]

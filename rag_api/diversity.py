@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from rag_api.retrieval import Passage
+    from rag_api.passage import Passage
 
 CANDIDATES_PER_RESULT = 4  # MMR chooses top_k among this many times top_k candidates (at least 20)
 MIN_CANDIDATES = 20

@@ -40,29 +40,29 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from rag_api.payload import FILE, FROM_API, FROM_FILE, GEN, ORIGIN, SOURCE
 from rag_api.store import Selector, Store
 
 if TYPE_CHECKING:
     from rag_api.collection import Collection
 
 log = logging.getLogger("rag_api.generations")
-GEN_FIELD = "gen"
-FIELDS = ["origin", "source", "file", GEN_FIELD]
+FIELDS = [ORIGIN, SOURCE, FILE, GEN]
 NONE = -1  # the generation of chunks written before generations existed: older than any
 DocumentKey = tuple[str, str]  # ("file", kb-relative path) or ("api", source)
 
 
 def document_key(payload: dict[str, Any]) -> DocumentKey | None:
     """The document a chunk belongs to, as a replacement scopes it (None: another tool's)."""
-    origin = payload.get("origin")
-    name = payload.get("file") if origin == "file" else payload.get("source")
-    if origin in ("file", "api") and isinstance(name, str):
+    origin = payload.get(ORIGIN)
+    name = payload.get(FILE) if origin == FROM_FILE else payload.get(SOURCE)
+    if origin in (FROM_FILE, FROM_API) and isinstance(name, str):
         return (origin, name)
     return None
 
 
 def generation_of(payload: dict[str, Any]) -> int:
-    gen = payload.get(GEN_FIELD)
+    gen = payload.get(GEN)
     return gen if isinstance(gen, int) and not isinstance(gen, bool) else NONE
 
 
@@ -77,24 +77,27 @@ def stamp(
     if replaced is not None:
         gen = max(time.time_ns(), max(map(generation_of, replaced), default=NONE) + 1)
         for payload in payloads:
-            payload[GEN_FIELD] = gen
+            payload[GEN] = gen
         return
     keys = [document_key(payload) for payload in payloads]
     current = _current(store, physical, {key for key in keys if key is not None})
     for payload, key in zip(payloads, keys, strict=True):
         gen = current.get(key, NONE) if key is not None else NONE
         if gen == NONE:
-            payload.pop(GEN_FIELD, None)
+            payload.pop(GEN, None)
         else:
-            payload[GEN_FIELD] = gen
+            payload[GEN] = gen
 
 
 def _current(store: Store, physical: str, keys: set[DocumentKey]) -> dict[DocumentKey, int]:
     """The generation each of these documents has now (absent: none)."""
-    sources = tuple(sorted(name for origin, name in keys if origin == "api"))
-    files = tuple(sorted(name for origin, name in keys if origin == "file"))
+    sources = tuple(sorted(name for origin, name in keys if origin == FROM_API))
+    files = tuple(sorted(name for origin, name in keys if origin == FROM_FILE))
     found: dict[DocumentKey, int] = {}
-    for selector in (Selector(origin="api", sources=sources), Selector(origin="file", files=files)):
+    for selector in (
+        Selector(origin=FROM_API, sources=sources),
+        Selector(origin=FROM_FILE, files=files),
+    ):
         for record in store.iter_records(physical, selector, fields=FIELDS):
             key = document_key(record.payload)
             if key in keys:
@@ -122,7 +125,7 @@ class Torn:
 
     def describe(self) -> str:
         origin, name = self.key
-        what = f"kb file {name}" if origin == "file" else f"source '{name}'"
+        what = f"kb file {name}" if origin == FROM_FILE else f"source '{name}'"
         sizes = ", ".join(
             f"{len(self.generations[gen])} chunks of {'no generation' if gen == NONE else gen}"
             for gen in sorted(self.generations, reverse=True)

@@ -11,21 +11,18 @@ from typing import Any
 
 import numpy as np
 
-from rag_api import generations
+from rag_api import generations, payload
 from rag_api.chunking import Chunk
 from rag_api.collection import Collection
 from rag_api.errors import EmbedderUnavailable
-from rag_api.generations import GEN_FIELD
-from rag_api.metadata import require_metadata
-from rag_api.sequence import SEQ_FIELD
-from rag_api.store import PointData, Record, Selector, point_id
+from rag_api.store import PointData, Record, Selector
 
 log = logging.getLogger("rag_api.ingest")
 # chunks embedded per call in a bulk index: the model sorts a call's texts by length to pad less,
 # so fewer, larger calls come closer to encoding everything at once
 EMBED_BATCH_CHUNKS = 2048
-REUSE_FIELDS = ["embedder", "content_hash"]
-EXISTING_FIELDS = [SEQ_FIELD, GEN_FIELD]
+REUSE_FIELDS = [payload.EMBEDDER, payload.CONTENT_HASH]
+EXISTING_FIELDS = [payload.SEQ, payload.GEN]
 
 
 @dataclass
@@ -60,29 +57,40 @@ class DocumentWrite:
     collection: Collection
     scope: Selector
     chunks: list[Chunk]
-    payload: dict[str, Any] = field(default_factory=dict)
+    provenance: dict[str, Any] = field(default_factory=dict)  # who writes (rag_api.payload)
     reuse_from: Selector | None = None  # more points whose vectors may be reused (a renamed file)
     seqs: list[int] | None = None  # chunk numbers chosen by the caller (else kept or allocated)
     reembed: bool = False  # embed every chunk anew, ignoring stored vectors (a forced rebuild)
     hashes: list[str] = field(init=False, default_factory=list)
+    payloads: list[dict[str, Any]] = field(init=False, default_factory=list)
     vectors: dict[str, np.ndarray | list[float]] = field(init=False, default_factory=dict)
     reused: int = field(init=False, default=0)
 
     def prepare(self, physical: str) -> list[str]:
-        """Load reusable vectors; return the texts that still need embedding (deduplicated)."""
-        for chunk in self.chunks:  # nothing the store could not read back gets near it
-            require_metadata(chunk.metadata)
-        prefix = self.collection.cfg.embedder.document_prefix
+        """Build the payloads, load reusable vectors; return the texts that still need embedding
+        (deduplicated)."""
+        coll = self.collection
+        prefix = coll.cfg.embedder.document_prefix
         self.hashes = [content_hash(c.text, prefix) for c in self.chunks]
+        self.payloads = [
+            payload.build(
+                self.provenance,
+                text=chunk.text,
+                source=chunk.source,
+                chunk_index=chunk.chunk_index,
+                metadata=chunk.metadata,
+                content_hash=digest,
+                embedder=coll.embedder_id,
+            )
+            for chunk, digest in zip(self.chunks, self.hashes, strict=True)
+        ]
         scopes = [self.scope] + ([self.reuse_from] if self.reuse_from is not None else [])
         for scope in scopes if self.chunks and not self.reembed else []:
             for record in self._existing(physical, scope, REUSE_FIELDS, with_dense=True):
-                payload = record.payload
-                if (
-                    record.dense is not None
-                    and payload.get("embedder") == self.collection.embedder_id
-                ):
-                    self.vectors.setdefault(payload.get("content_hash", ""), record.dense)
+                stored = payload.StoredChunk(record.payload)
+                digest = stored.content_hash
+                if record.dense is not None and digest and stored.embedder == coll.embedder_id:
+                    self.vectors.setdefault(digest, record.dense)
         self.reused = sum(1 for digest in self.hashes if digest in self.vectors)
         missing: dict[str, str] = {}
         for chunk, digest in zip(self.chunks, self.hashes, strict=True):
@@ -99,29 +107,19 @@ class DocumentWrite:
         coll = self.collection
         now = datetime.now(UTC).isoformat(timespec="seconds")
         sparse = coll.sparse.documents([c.text for c in self.chunks])
-        ids = [point_id(coll.name, c.source, c.chunk_index) for c in self.chunks]
+        ids = [payload.point_id(coll.name, c.source, c.chunk_index) for c in self.chunks]
         with coll.lock.write():
             # read the scope now, under the lock: a concurrent writer may have added points
             existing = {
                 r.id: r.payload for r in self._existing(physical, self.scope, EXISTING_FIELDS)
             }
             seqs = self.seqs or self._numbers(physical, ids, existing)
-            points = []
-            for chunk, pid, seq, digest, sv in zip(
-                self.chunks, ids, seqs, self.hashes, sparse, strict=True
-            ):
-                payload = {
-                    **self.payload,
-                    "text": chunk.text,
-                    "source": chunk.source,
-                    "chunk_index": chunk.chunk_index,
-                    SEQ_FIELD: seq,
-                    "content_hash": digest,
-                    "metadata": chunk.metadata,
-                    "embedder": coll.embedder_id,
-                    "indexed_at": now,
-                }
-                points.append(PointData(pid, self.vectors[digest], payload, sv))
+            points = [
+                PointData(pid, self.vectors[digest], payload.stamped(body, seq, now), sv)
+                for pid, body, seq, digest, sv in zip(
+                    ids, self.payloads, seqs, self.hashes, sparse, strict=True
+                )
+            ]
             replaced = existing.values() if self.scope.ids is None else None
             generations.stamp(coll.store, physical, [p.payload for p in points], replaced)
             # one operation each: the engine applies it whole or not at all, even across a crash
@@ -139,8 +137,7 @@ class DocumentWrite:
 
     def _numbers(self, physical: str, ids: list[str], existing: dict[str, dict]) -> list[int]:
         """Each point's chunk number: the one it already has when overwritten in place, else new."""
-        seqs = [existing.get(pid, {}).get(SEQ_FIELD) for pid in ids]
-        kept = [seq if isinstance(seq, int) else None for seq in seqs]
+        kept = [payload.StoredChunk(existing.get(pid, {})).seq for pid in ids]
         fresh = iter(self.collection.sequence.allocate(physical, kept.count(None)))
         return [seq if seq is not None else next(fresh) for seq in kept]
 
@@ -198,10 +195,10 @@ def replace_source(
     collection: Collection,
     source: str,
     chunks: list[Chunk],
-    payload: dict[str, Any],
+    provenance: dict[str, Any],
 ) -> WriteStats:
     """Atomically make `source` consist of exactly `chunks` (none: the source is deleted)."""
-    write = DocumentWrite(collection, Selector(sources=(source,)), chunks, payload)
+    write = DocumentWrite(collection, Selector(sources=(source,)), chunks, provenance)
     return write_documents(collection, [write])
 
 

@@ -20,7 +20,7 @@ from rag_api.embedding import prepare_offline_models
 from rag_api.errors import ConfigError, InvalidRequest
 
 if TYPE_CHECKING:
-    from rag_api.retrieval import Passage
+    from rag_api.passage import Passage
 
 BATCH_SIZE = 32
 

@@ -24,16 +24,9 @@ from typing import Any
 from rag_api.collection import Collection
 from rag_api.config import Mode
 from rag_api.diversity import candidate_pool, diversify
+from rag_api.passage import Passage
 from rag_api.rerank import active_reranker, rerank
-from rag_api.store import (
-    Hit,
-    SearchSpec,
-    Selector,
-    extract_source,
-    extract_text,
-    search_plan,
-    search_sides,
-)
+from rag_api.store import SearchSpec, Selector, search_plan, search_sides
 
 
 @dataclass(frozen=True)
@@ -53,39 +46,6 @@ class SearchRequest:
         return Selector(
             sources=self.sources, source_prefix=self.source_prefix, metadata=dict(self.metadata)
         )
-
-
-@dataclass
-class Passage:
-    """A retrieved chunk and why it was returned."""
-
-    id: str
-    source: str
-    chunk_index: int
-    score: float
-    text: str
-    metadata: dict[str, Any]
-    origin: str | None = None
-    dense_score: float | None = None
-    dense_rank: int | None = None
-    sparse_score: float | None = None
-    sparse_rank: int | None = None
-    rerank_score: float | None = None
-    vector: list[float] | None = field(default=None, repr=False, compare=False)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "chunk_index": self.chunk_index,
-            "score": round(self.score, 6),
-            "text": self.text,
-            "metadata": self.metadata,
-            "dense_score": _round(self.dense_score),
-            "dense_rank": self.dense_rank,
-            "sparse_score": _round(self.sparse_score),
-            "sparse_rank": self.sparse_rank,
-            "rerank_score": _round(self.rerank_score),
-        }
 
 
 @dataclass
@@ -138,7 +98,7 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
     with collection.lock.read():
         hits = collection.store.search(info.physical, spec, info)
     timings["search"] = _ms(started)
-    passages = [_passage(hit) for hit in hits]
+    passages = [Passage.from_hit(hit) for hit in hits]
     if mode != "sparse":
         passages = [p for p in passages if p.dense_score is not None and p.dense_score >= threshold]
     if reranker is not None:
@@ -159,28 +119,5 @@ def _primary(passage: Passage, mode: Mode) -> float:
     return passage.dense_score or 0.0
 
 
-def _passage(hit: Hit) -> Passage:
-    payload = hit.payload
-    metadata = payload.get("metadata")
-    return Passage(
-        id=hit.id,
-        source=extract_source(payload),
-        chunk_index=int(payload.get("chunk_index") or 0),
-        score=hit.score,
-        text=extract_text(payload),
-        metadata=metadata if isinstance(metadata, dict) else {},
-        origin=payload.get("origin"),
-        dense_score=hit.dense_score,
-        dense_rank=hit.dense_rank,
-        sparse_score=hit.sparse_score,
-        sparse_rank=hit.sparse_rank,
-        vector=hit.dense,
-    )
-
-
 def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
-
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 6)

@@ -13,21 +13,16 @@ store enforces by its folder lock, and DESIGN's "one writer per collection" on a
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING
 
-from rag_api.store import Selector
-
-if TYPE_CHECKING:
-    from rag_api.collection import Collection
-
-SEQ_FIELD = "seq"
+from rag_api import payload
+from rag_api.store import Selector, Store
 
 
 class ChunkSequence:
     """The allocator of one collection's chunk numbers."""
 
-    def __init__(self, collection: Collection) -> None:
-        self.collection = collection
+    def __init__(self, store: Store) -> None:
+        self.store = store
         self._lock = threading.Lock()
         self._next: tuple[str, int] | None = None  # (physical collection, next number)
 
@@ -52,6 +47,6 @@ class ChunkSequence:
         return self._next[1]
 
     def _largest(self, physical: str) -> int:
-        records = self.collection.store.iter_records(physical, Selector(), fields=[SEQ_FIELD])
-        numbers = (r.payload.get(SEQ_FIELD) for r in records)
-        return max((n for n in numbers if isinstance(n, int)), default=-1)
+        records = self.store.iter_records(physical, Selector(), fields=[payload.SEQ])
+        numbers = (payload.StoredChunk(r.payload).seq for r in records)
+        return max((n for n in numbers if n is not None), default=-1)

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from rag_api import kb
+from rag_api import kb, payload
 from rag_api.chunking import UnreadableFile, read_chunks
 from rag_api.collection import Collection
 from rag_api.errors import MassRemoval
@@ -21,10 +21,7 @@ from rag_api.ingest import (
 from rag_api.store import Selector
 
 log = logging.getLogger("rag_api.sync")
-# every chunk of a kb file carries how many chunks the file was written with: chunks removed or
-# moved away through the API then make the file incomplete, and the next reconcile rewrites it
-FILE_CHUNKS = "file_chunks"
-FILE_FIELDS = ["file", "doc_hash", FILE_CHUNKS]
+FILE_FIELDS = [payload.ORIGIN, payload.FILE, payload.DOC_HASH, payload.FILE_CHUNKS]
 INCOMPLETE = "incomplete"  # in stored_files: the file has fewer chunks than it was written with
 MASS_REMOVAL_MIN_FILES = 10  # a reconcile removes at most half of a collection this big unasked
 
@@ -72,20 +69,25 @@ def stored_files(collection: Collection, files: Iterable[str] | None = None) -> 
     info = collection.info()
     if info is None:
         return {}
-    selector = Selector(origin="file", files=None if files is None else tuple(sorted(set(files))))
+    selector = file_chunks(None if files is None else sorted(set(files)))
     found: dict[str, set[str]] = {}
     counted: dict[str, list[int]] = {}  # file -> [chunks stored, chunks it was written with]
     for record in collection.store.iter_records(info.physical, selector, fields=FILE_FIELDS):
-        name = record.payload.get("file")
-        if isinstance(name, str):
-            found.setdefault(name, set()).add(str(record.payload.get("doc_hash")))
-            written = record.payload.get(FILE_CHUNKS)
-            count = counted.setdefault(name, [0, written if isinstance(written, int) else -1])
+        stored = payload.StoredChunk(record.payload)
+        if stored.file is not None:
+            found.setdefault(stored.file, set()).add(stored.doc_hash)
+            written = stored.file_chunks
+            count = counted.setdefault(stored.file, [0, written if written is not None else -1])
             count[0] += 1
-    for name, (stored, written) in counted.items():
-        if stored != written:
+    for name, (stored_count, written) in counted.items():
+        if stored_count != written:
             found[name].add(INCOMPLETE)
     return found
+
+
+def file_chunks(rels: Iterable[str] | None) -> Selector:
+    """The chunks of these kb files (None: of every kb file)."""
+    return Selector(origin=payload.FROM_FILE, files=None if rels is None else tuple(rels))
 
 
 def file_write(
@@ -98,15 +100,11 @@ def file_write(
     """The write that makes a kb file's chunks current (reusing the vectors of the file it was
     renamed from, if any), and the reader's warnings."""
     result = read_chunks(item.path, item.rel, collection.cfg.chunking)
-    payload = {
-        "origin": "file",
-        "file": item.rel,
-        "doc_hash": data_hash,
-        FILE_CHUNKS: len(result.chunks),
-    }
-    scope = Selector(origin="file", files=(item.rel,))
-    reuse = Selector(origin="file", files=(renamed_from,)) if renamed_from else None
-    write = DocumentWrite(collection, scope, result.chunks, payload, reuse, reembed=reembed)
+    provenance = payload.file_provenance(item.rel, data_hash, len(result.chunks))
+    reuse = file_chunks([renamed_from]) if renamed_from else None
+    write = DocumentWrite(
+        collection, file_chunks([item.rel]), result.chunks, provenance, reuse, reembed=reembed
+    )
     return write, result.warnings
 
 
@@ -184,7 +182,7 @@ def mass_removal(stored: int, gone: int) -> bool:
 def remove_files(collection: Collection, rels: Iterable[str], report: SyncReport) -> None:
     """Delete the chunks of kb files that are gone."""
     for rel in rels:
-        deleted = delete_points(collection, Selector(origin="file", files=(rel,)))
+        deleted = delete_points(collection, file_chunks([rel]))
         report.stats.deleted += deleted
         report.gone.add(rel)
         log.info("%s: removed %s (%d chunks): file is gone", collection.name, rel, deleted)
@@ -236,12 +234,13 @@ def _flush(
 ) -> None:
     def done(write: DocumentWrite, stats: WriteStats) -> None:
         report.indexed += 1
-        report.current.add(write.payload["file"])
+        rel = write.provenance[payload.FILE]
+        report.current.add(rel)
         was = write.reuse_from.files if write.reuse_from is not None else None  # (old path,)
         log.info(
             "%s: indexed %s%s: %d chunks (embedded %d, reused %d, deleted %d)",
             collection.name,
-            write.payload["file"],
+            rel,
             f" (renamed from {was[0]})" if was else "",
             stats.written,
             stats.embedded,

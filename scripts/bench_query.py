@@ -37,8 +37,9 @@ import qdrant_edge as qe  # noqa: E402  (the raw baseline talks to the engine di
 from rag_api.chunking import split_text  # noqa: E402
 from rag_api.config import ChunkingConfig, load_config  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
+from rag_api.payload import point_id  # noqa: E402
 from rag_api.settings import Settings  # noqa: E402
-from rag_api.store import PointData, point_id  # noqa: E402
+from rag_api.store import PointData  # noqa: E402
 from scripts.evallib import default_data_dir, latency_summary, load_dataset  # noqa: E402
 from scripts.evallib.server import hub_server  # noqa: E402
 

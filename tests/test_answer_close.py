@@ -1,7 +1,7 @@
 """AnswerStream.close() stops the upstream generation even after reading has started."""
 
 from rag_api.answer import answer
-from rag_api.retrieval import Passage
+from rag_api.passage import Passage
 from tests.conftest import hash_collection, write_config
 
 LONG_REPLY = " ".join(f"word{i}" for i in range(200))

@@ -9,8 +9,9 @@ from collections.abc import Callable
 import pytest
 
 from rag_api.hub import Hub
+from rag_api.payload import point_id
 from rag_api.settings import Settings
-from rag_api.store import CollectionInfo, PointData, SearchSpec, SparseVec, Store, point_id
+from rag_api.store import CollectionInfo, PointData, SearchSpec, SparseVec, Store
 from tests.conftest import hash_collection, write_config
 
 TERM = 7  # one BM25 term shared by every point: IDF is equal, so the sparse order is by weight

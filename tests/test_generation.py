@@ -10,7 +10,7 @@ from rag_api.answer import answer, select_context
 from rag_api.collection import Collection
 from rag_api.generation import ThinkFilter, extractive_answer, pieces, strip_think
 from rag_api.hub import Hub
-from rag_api.retrieval import Passage
+from rag_api.passage import Passage
 from rag_api.store import sparse_encoder
 from tests.conftest import hash_collection, write_config
 from tests.fakes import FakeOllama, FakeOpenAI

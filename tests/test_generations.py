@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from rag_api.generations import GEN_FIELD, find_torn
+from rag_api.generations import find_torn
 from rag_api.hub import Hub
 from rag_api.kbadmin import writes
 from rag_api.kbadmin.schemas import AddChunks, UpdateChunk, UpsertDocument
 from rag_api.open_marker import FOLDER, OpenMarker
 from rag_api.ops.check import run_check
+from rag_api.payload import GEN
 from rag_api.store import PointData, Record, Selector
 from rag_api.sync import sync_collection
 from tests.conftest import hash_collection, write_config
@@ -45,7 +46,7 @@ def records(hub: Hub, selector: Selector = Selector()) -> list[Record]:
 
 
 def generations(hub: Hub, selector: Selector) -> Counter:
-    return Counter(r.payload.get(GEN_FIELD) for r in records(hub, selector))
+    return Counter(r.payload.get(GEN) for r in records(hub, selector))
 
 
 def upsert(hub: Hub, source: str, version: int, count: int = 4) -> None:
@@ -61,7 +62,7 @@ def put_back(hub: Hub, old: list[Record], strip_generation: bool = False) -> Non
     for record in old:
         payload = dict(record.payload)
         if strip_generation:
-            payload.pop(GEN_FIELD)
+            payload.pop(GEN)
         sparse = collection.sparse.document(payload["text"])
         points.append(PointData(record.id, record.dense, payload, sparse))
     hub.store.upsert(collection.info(refresh=True).physical, points)

@@ -13,7 +13,8 @@ import yaml
 from rag_api.chunking import Chunk
 from rag_api.hub import Hub
 from rag_api.ingest import DocumentWrite, write_documents
-from rag_api.retrieval import Passage, SearchRequest, search
+from rag_api.passage import Passage
+from rag_api.retrieval import SearchRequest, search
 from rag_api.settings import Settings
 from rag_api.store import Selector
 from rag_api.sync import sync_collection

@@ -9,7 +9,7 @@ from rag_api.openai_compat.condense import is_follow_up
 from rag_api.openai_compat.conversation import from_chat, from_responses
 from rag_api.openai_compat.reply import citations_footer
 from rag_api.openai_compat.schemas import ChatMessage
-from rag_api.retrieval import Passage
+from rag_api.passage import Passage
 from rag_api.store import sparse_encoder
 
 

@@ -15,8 +15,9 @@ import pytest
 
 from rag_api.hub import Hub
 from rag_api.ops.check import run_check
+from rag_api.payload import point_id
 from rag_api.retrieval import SearchRequest, search
-from rag_api.store import PointData, point_id
+from rag_api.store import PointData
 from rag_api.store.edge import EdgeStore
 from rag_api.sync import sync_collection
 from tests.conftest import (

@@ -6,35 +6,29 @@ from typing import Any
 
 from rag_api.collection import Collection
 from rag_api.errors import AmbiguousSource, ChunkNotFound
-from rag_api.retrieval import Passage
-from rag_api.sequence import SEQ_FIELD
-from rag_api.store import Record, Selector, extract_source, extract_text, point_id
+from rag_api.passage import Passage
+from rag_api.payload import FROM_API, StoredChunk, point_id
+from rag_api.store import Record, Selector
 
 DYNAMIC_BASE = 1_000_000  # API chunks are numbered DYNAMIC_BASE + index: never a file position
-TEMPORARY = Selector(origin="api", persist=False)  # gone at the next restart or /reload
+API_CHUNKS = Selector(origin=FROM_API)
+TEMPORARY = Selector(origin=FROM_API, persist=False)  # gone at the next restart or /reload
 
 
-def api_payload(persist: bool, dynamic: bool) -> dict[str, Any]:
-    """The payload fields every chunk written through the API carries."""
-    return {"origin": "api", "persist": persist, "dynamic": dynamic}
-
-
-def chunk_view(payload: dict[str, Any], score: float | None, include_text: bool) -> dict[str, Any]:
+def chunk_view(stored: StoredChunk, score: float | None, include_text: bool) -> dict[str, Any]:
     """A listing item: `index` is the chunk's stable number, what /chunks/update accepts."""
-    seq = payload.get(SEQ_FIELD)
-    metadata = payload.get("metadata")
     view: dict[str, Any] = {
-        "index": seq if isinstance(seq, int) else None,
-        "source": extract_source(payload),
-        "chunk_index": chunk_index_of(payload),
+        "index": stored.seq,
+        "source": stored.source,
+        "chunk_index": stored.chunk_index or 0,
         "score": None if score is None else round(score, 3),
-        "metadata": metadata if isinstance(metadata, dict) else {},
-        "is_dynamic": bool(payload.get("dynamic", False)),
-        "origin": payload.get("origin"),
-        "persist": bool(payload.get("persist", True)),
+        "metadata": stored.metadata,
+        "is_dynamic": stored.dynamic,
+        "origin": stored.origin,
+        "persist": stored.persist,
     }
     if include_text:
-        view["text"] = extract_text(payload)
+        view["text"] = stored.text
     return view
 
 
@@ -54,11 +48,6 @@ def result_view(passage: Passage) -> dict[str, Any]:
     }
 
 
-def chunk_index_of(payload: dict[str, Any]) -> int:
-    value = payload.get("chunk_index")
-    return value if isinstance(value, int) else 0
-
-
 def find_chunk(
     collection: Collection,
     physical: str,
@@ -71,7 +60,7 @@ def find_chunk(
     store = collection.store
     if index is not None:
         records, _ = store.scroll(physical, Selector(seq=index), limit=2)
-        records = [r for r in records if source is None or extract_source(r.payload) == source]
+        records = [r for r in records if source is None or StoredChunk(r.payload).source == source]
         if len(records) > 1:  # two processes wrote the collection: see rag_api.sequence
             raise AmbiguousSource(
                 f"index {index} names {len(records)} chunks; use source + chunk_index"

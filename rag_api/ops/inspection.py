@@ -24,7 +24,8 @@ from rag_api.generations import VersionIndex
 from rag_api.ingest import content_hash, embed_texts
 from rag_api.metadata import value_problem
 from rag_api.ops.findings import ERROR, WARNING, Finding
-from rag_api.store import CollectionInfo, Selector, extract_source, extract_text, point_id
+from rag_api.payload import StoredChunk, extract_text, point_id
+from rag_api.store import CollectionInfo, Selector
 from rag_api.sync import mass_removal
 
 MIN_COSINE = 0.99  # a re-embedded chunk this close to its stored vector is the same model
@@ -139,30 +140,28 @@ def _scan(collection: Collection, info: CollectionInfo) -> _Scan:
     ours = collection.embedder_id
     prefix = collection.cfg.embedder.document_prefix
     for record in collection.store.iter_records(info.physical):
-        payload = record.payload
-        text, source = extract_text(payload), extract_source(payload)
-        scan.embedders[payload.get("embedder")] += 1
-        scan.versions.add(record.id, payload)
-        chunk_index = payload.get("chunk_index")
-        origin_file = payload.get("file") if payload.get("origin") == "file" else None
+        stored = StoredChunk(record.payload)
+        text, source, origin_file = stored.text, stored.source, stored.file
+        scan.embedders[stored.embedder] += 1
+        scan.versions.add(record.id, record.payload)
         if not source:
             scan.bad.append((record.id, "no source", origin_file))
             continue
-        stored_hash = payload.get("content_hash")
-        if problem := value_problem(payload):  # foreign points too: the store cannot hold it
+        stored_hash = stored.content_hash
+        if problem := value_problem(record.payload):  # foreign points too: the store cannot hold it
             scan.bad.append((record.id, f"payload {problem[1]}", origin_file))
         if not text.strip():
             scan.bad.append((record.id, "empty text", origin_file))
-        elif payload.get("embedder") == ours:
-            if isinstance(stored_hash, str) and stored_hash != content_hash(text, prefix):
+        elif stored.embedder == ours:
+            if stored_hash is not None and stored_hash != content_hash(text, prefix):
                 scan.bad.append((record.id, "text does not match its content_hash", origin_file))
             else:
                 scan.sampleable.append(record.id)
-        if isinstance(chunk_index, int):
-            scan.by_key.setdefault((source, chunk_index), []).append(record.id)
+        if stored.chunk_index is not None:
+            key = (source, stored.chunk_index)
+            scan.by_key.setdefault(key, []).append(record.id)
             if origin_file:
-                entry = (str(payload.get("doc_hash")), str(stored_hash))
-                scan.files.setdefault(origin_file, {})[(source, chunk_index)] = entry
+                scan.files.setdefault(origin_file, {})[key] = (stored.doc_hash, str(stored_hash))
     return scan
 
 

@@ -10,8 +10,9 @@ from rag_api.generations import recover
 from rag_api.ingest import delete_points
 from rag_api.ops.findings import Repair
 from rag_api.ops.inspection import RepairPlan
-from rag_api.store import PointData, Selector, extract_text
-from rag_api.sync import SyncReport, index_files
+from rag_api.payload import extract_text
+from rag_api.store import PointData, Selector
+from rag_api.sync import SyncReport, file_chunks, index_files
 
 log = logging.getLogger("rag_api.ops.repair")
 
@@ -34,7 +35,7 @@ def apply_repairs(
         deleted = delete_points(collection, Selector(ids=tuple(sorted(plan.duplicates))))
         done.append(Repair(name, "deleted duplicates", f"{deleted} points"))
     for rel in sorted(plan.orphans):
-        deleted = delete_points(collection, Selector(origin="file", files=(rel,)))
+        deleted = delete_points(collection, file_chunks([rel]))
         done.append(Repair(name, "deleted orphans", f"{rel}: {deleted} chunks"))
     if plan.reindex and collection.kb_path is not None:
         report = SyncReport(name)

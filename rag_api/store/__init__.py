@@ -8,7 +8,6 @@ from __future__ import annotations
 from rag_api.settings import Settings
 from rag_api.store.base import Store, physical_name, search_plan, search_sides, version_of
 from rag_api.store.bm25 import SparseEncoder, sparse_encoder
-from rag_api.store.payload import extract_source, extract_text, point_id
 from rag_api.store.types import (
     CollectionInfo,
     Hit,
@@ -31,11 +30,8 @@ __all__ = [
     "SparseEncoder",
     "SparseVec",
     "Store",
-    "extract_source",
-    "extract_text",
     "open_store",
     "physical_name",
-    "point_id",
     "search_plan",
     "search_sides",
     "sparse_encoder",

@@ -7,6 +7,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from rag_api import payload
 from rag_api.errors import StoreUnavailable
 from rag_api.store.types import (
     CollectionInfo,
@@ -21,13 +22,7 @@ from rag_api.store.types import (
     SparseVec,
 )
 
-PAYLOAD_INDEXES = {
-    "source": "keyword",
-    "file": "keyword",
-    "origin": "keyword",
-    "chunk_index": "integer",
-    "seq": "integer",
-}
+PAYLOAD_INDEXES = payload.INDEXED
 
 
 def physical_name(name: str, version: int) -> str:
@@ -269,7 +264,7 @@ class Store(ABC):
 
     def sources(self, physical: str, selector: Selector = Selector()) -> dict[str, int]:
         """Chunk count per source."""
-        return self.facet(physical, "source", selector)
+        return self.facet(physical, payload.SOURCE, selector)
 
 
 def search_sides(mode: str, info: CollectionInfo) -> tuple[bool, bool]:

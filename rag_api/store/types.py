@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from rag_api import payload
+
 Scalar = str | int | float | bool
 DENSE = "dense"
 SPARSE = "bm25"
@@ -92,17 +94,20 @@ class Selector:
         """The clauses both engines build their filter from (all must hold)."""
         clauses: list[Condition] = []
         if self.sources is not None:
-            clauses.append(Condition("any", "source", list(self.sources)))
+            clauses.append(Condition("any", payload.SOURCE, list(self.sources)))
         if self.source_prefix:
-            clauses.append(Condition("prefix", "source", self.source_prefix))
+            clauses.append(Condition("prefix", payload.SOURCE, self.source_prefix))
         if self.files is not None:
-            clauses.append(Condition("any", "file", list(self.files)))
-        clauses += [_equality(f"metadata.{key}", value) for key, value in self.metadata.items()]
-        for key in ("origin", "persist", "seq"):
-            if (value := getattr(self, key)) is not None:
+            clauses.append(Condition("any", payload.FILE, list(self.files)))
+        metadata = self.metadata.items()
+        clauses += [_equality(payload.metadata_path(key), value) for key, value in metadata]
+        for key, value in ((payload.ORIGIN, self.origin), (payload.PERSIST, self.persist)):
+            if value is not None:
                 clauses.append(Condition("equals", key, value))
+        if self.seq is not None:
+            clauses.append(Condition("equals", payload.SEQ, self.seq))
         if self.chunk_index_from is not None:
-            clauses.append(Condition("range", "chunk_index", gte=self.chunk_index_from))
+            clauses.append(Condition("range", payload.CHUNK_INDEX, gte=self.chunk_index_from))
         if self.ids is not None:
             clauses.append(Condition("ids", value=list(self.ids)))
         if self.has_sparse is not None:

@@ -11,15 +11,14 @@ from pathlib import Path
 import pytest
 
 from rag_api.errors import StoreLocked, StoreUnavailable
+from rag_api.payload import extract_text, point_id
 from rag_api.settings import Settings
 from rag_api.store import (
     PointData,
     SearchSpec,
     Selector,
     Store,
-    extract_text,
     open_store,
-    point_id,
     search_plan,
     search_sides,
     sparse_encoder,

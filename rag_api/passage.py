@@ -1,0 +1,67 @@
+"""A retrieved chunk and why it was returned: what retrieval, rerank, diversity and answers pass on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from rag_api.payload import StoredChunk
+from rag_api.store import Hit
+
+
+@dataclass
+class Passage:
+    """A retrieved chunk and why it was returned."""
+
+    id: str
+    source: str
+    chunk_index: int
+    score: float
+    text: str
+    metadata: dict[str, Any]
+    origin: str | None = None
+    dense_score: float | None = None
+    dense_rank: int | None = None
+    sparse_score: float | None = None
+    sparse_rank: int | None = None
+    rerank_score: float | None = None
+    vector: list[float] | None = field(default=None, repr=False, compare=False)
+    stored: StoredChunk | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def from_hit(cls, hit: Hit) -> Passage:
+        """The passage of a search hit, read through the payload schema."""
+        stored = StoredChunk(hit.payload)
+        return cls(
+            id=hit.id,
+            source=stored.source,
+            chunk_index=stored.chunk_index or 0,
+            score=hit.score,
+            text=stored.text,
+            metadata=stored.metadata,
+            origin=stored.origin,
+            dense_score=hit.dense_score,
+            dense_rank=hit.dense_rank,
+            sparse_score=hit.sparse_score,
+            sparse_rank=hit.sparse_rank,
+            vector=hit.dense,
+            stored=stored,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "chunk_index": self.chunk_index,
+            "score": round(self.score, 6),
+            "text": self.text,
+            "metadata": self.metadata,
+            "dense_score": _round(self.dense_score),
+            "dense_rank": self.dense_rank,
+            "sparse_score": _round(self.sparse_score),
+            "sparse_rank": self.sparse_rank,
+            "rerank_score": _round(self.rerank_score),
+        }
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
