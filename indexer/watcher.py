@@ -145,9 +145,7 @@ class Watcher:
                 skip=state.leave_for_now if work.full else state.known_bad,
             )
             if work.full and report.stats.written >= OPTIMIZE_AFTER_CHUNKS:
-                info = collection.info(refresh=True)
-                if info is not None:
-                    collection.store.optimize(info.physical)
+                collection.optimize()
         except MassRemoval as exc:  # held and reported; the next rescan looks again
             state.pending.restore(Work(work.paths, work.renames))
             state.hold(exc.message)

@@ -212,9 +212,8 @@ def _index_one(hub: Hub, name: str, force: bool, prune: bool, quiet: bool) -> Sy
         report = sync_collection(
             kb_coll, force=force, progress=bar.update, max_bytes=max_bytes, prune=prune
         )
-    info = kb_coll.info(refresh=True)
-    if info is not None and report.indexed:
-        hub.store.optimize(info.physical)
+    if report.indexed:
+        kb_coll.optimize()
     return report
 
 

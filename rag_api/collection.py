@@ -1,22 +1,63 @@
-"""One knowledge base: its configuration, its Qdrant collection, its embedder and its lock."""
+"""One knowledge base: its configuration, its Qdrant collection, its embedder and its locks.
+
+`Collection` is the gateway to a collection's points: its operations resolve the hub name to the
+physical collection behind it and take the right lock, so callers never do either. Two locks:
+
+- the points lock: searches and listings share it; a document replacement, a deletion and a
+  migration's switch of alias and embedder hold it alone for their few ms, so a reader sees a
+  document's old version or its new one, never neither or both.
+- the target lock (which physical collection writes land in): writers share it for a whole
+  write (prepare, embed, commit: a `Batch`); a migration's final catch-up and alias swap hold it
+  alone, so no write lands between the two.
+
+Migration code (rag_api.ops.migrate, .copy) works on physical collections through `store`.
+"""
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from rag_api import payload
+from rag_api import generations, payload
 from rag_api.config import CollectionConfig, EmbedderConfig
 from rag_api.embedder_dims import offline_problem
 from rag_api.embedding import EmbeddingRouter
 from rag_api.errors import DimensionMismatch, EmbedderMismatch
 from rag_api.locks import ReadWriteLock
 from rag_api.sequence import ChunkSequence
-from rag_api.store import CollectionInfo, Layout, Selector, SparseEncoder, Store, sparse_encoder
+from rag_api.store import (
+    CollectionInfo,
+    Hit,
+    Layout,
+    PointData,
+    Record,
+    SearchSpec,
+    Selector,
+    SparseEncoder,
+    Store,
+    sparse_encoder,
+)
 
+log = logging.getLogger("rag_api.collection")
 INFO_TTL_S = 1.0  # another process (a migration on a server) may move the alias
+EVERYTHING = Selector()
+
+
+@dataclass(frozen=True)
+class SearchTarget:
+    """What a search reads, taken together: the stored collection and the embedder of its vectors
+    (a migration switches both at once)."""
+
+    info: CollectionInfo
+    embedder: EmbedderConfig
 
 
 class Collection:
@@ -35,10 +76,8 @@ class Collection:
         self.kb_path = kb_path
         self.store = store
         self.embeddings = embeddings
-        self.lock = ReadWriteLock()
-        # Writers share this gate for a whole write (prepare, embed, commit); a migration's final
-        # catch-up and alias swap hold it alone, so no write lands between the two.
-        self.writes = ReadWriteLock()
+        self._points_lock = ReadWriteLock()
+        self._target_lock = ReadWriteLock()
         self.sequence = ChunkSequence(store)
         self._info: tuple[float, CollectionInfo | None] | None = None
         self._stored_embedder: tuple[str, str | None] | None = None
@@ -64,15 +103,18 @@ class Collection:
         self._info = None
         self._stored_embedder = None
 
-    def readable(self) -> CollectionInfo | None:
-        """The collection for a search; a dimension mismatch cannot be searched."""
-        info = self.info()
-        if info is not None and info.dim != self.cfg.embedder.dim:
-            raise DimensionMismatch(self._dimension_message(info))
-        if info is not None:
+    def searchable(self) -> SearchTarget | None:
+        """What a search reads (None before the first write); a dimension mismatch or another
+        model's vectors cannot be searched."""
+        with self._points_lock.read():
+            info = self.info()
+            if info is None:
+                return None
+            if info.dim != self.cfg.embedder.dim:
+                raise DimensionMismatch(self._dimension_message(info))
             self.ensure_indexes(info)
             self._same_embedder(info, "queries")  # another model's vectors: meaningless scores
-        return info
+            return SearchTarget(info, self.cfg.embedder)
 
     def writable(self) -> CollectionInfo:
         """The collection for a write, created on first use; refused when its vectors differ in
@@ -144,3 +186,190 @@ class Collection:
             f"rag-hub migrate {self.name} --provider {e.provider} --model {e.model} --dim {e.dim}"
         )
         return f"run `{command}` to re-embed it"
+
+    # --- reads -----------------------------------------------------------------------------------
+
+    def search(self, target: SearchTarget, spec: SearchSpec) -> list[Hit]:
+        """Hits of one search in the collection `searchable` returned."""
+        with self._points_lock.read():
+            return self.store.search(target.info.physical, spec, target.info)
+
+    def count(self, selector: Selector = EVERYTHING) -> int:
+        """How many points the selector selects (0 before the first write)."""
+        info = self.info()
+        if info is None:
+            return 0
+        with self._points_lock.read():
+            return self.store.count(info.physical, selector)
+
+    def sources(self, selector: Selector = EVERYTHING) -> dict[str, int]:
+        """Chunk count per source."""
+        info = self.info()
+        if info is None:
+            return {}
+        with self._points_lock.read():
+            return self.store.sources(info.physical, selector)
+
+    def records(
+        self, selector: Selector, fields: Sequence[str] | None = None, limit: int | None = None
+    ) -> list[Record]:
+        """The selected points (the first `limit` of them in id order), read in one piece."""
+        info = self.info()
+        if info is None:
+            return []
+        with self._points_lock.read():
+            if limit is not None:
+                return self.store.scroll(info.physical, selector, limit, fields=fields)[0]
+            return list(self.store.iter_records(info.physical, selector, fields=fields))
+
+    def retrieve(self, ids: Sequence[str], with_dense: bool = False) -> list[Record]:
+        """Points by id (missing ids are skipped)."""
+        info = self.info()
+        if info is None:
+            return []
+        with self._points_lock.read():
+            return self.store.retrieve(info.physical, ids, with_dense)
+
+    def page(self, selector: Selector, offset: int, limit: int) -> tuple[int, list[Record]]:
+        """How many points are selected, and a page of them in chunk-number order."""
+        info = self.info()
+        if info is None:
+            return 0, []
+        fields = payload.POSITION_FIELDS
+        with self._points_lock.read():  # order and page from one state: no half replacement
+            order = list(self.store.iter_records(info.physical, selector, fields=fields))
+            order.sort(key=lambda r: payload.StoredChunk(r.payload).position())
+            wanted = [r.id for r in order[offset : offset + limit]]
+            found = {r.id: r for r in self.store.retrieve(info.physical, wanted)}
+        return len(order), [found[pid] for pid in wanted if pid in found]
+
+    def scan(
+        self,
+        selector: Selector = EVERYTHING,
+        fields: Sequence[str] | None = None,
+        with_dense: bool = False,
+    ) -> Iterator[Record]:
+        """Every selected point, streamed without a lock: for passes over a whole collection
+        that tolerate concurrent writes (sync's inventory, the integrity check)."""
+        info = self.info()
+        if info is not None:
+            yield from self.store.iter_records(info.physical, selector, with_dense, fields)
+
+    # --- writes ----------------------------------------------------------------------------------
+
+    @contextmanager
+    def batch(self) -> Iterator[Batch]:
+        """Writes that land in one physical collection, created on first use; a migration's
+        alias swap waits for the batch to end (or the batch for the swap)."""
+        with self._target_lock.read():
+            yield Batch(self, self.writable().physical)
+
+    def delete(self, selector: Selector, retire: bool = False) -> int:
+        """Delete the selected points; returns how many there were. `retire`: their chunk
+        numbers are never handed out again in this process."""
+        with self._target_lock.read():
+            info = self.info()
+            if info is None:
+                return 0
+            with self._points_lock.write():
+                if retire:
+                    records = self.store.iter_records(info.physical, selector, fields=[payload.SEQ])
+                    numbers = (payload.StoredChunk(r.payload).seq for r in records)
+                    self.sequence.retire(info.physical, [n for n in numbers if n is not None])
+                count = self.store.count(info.physical, selector)
+                if count:
+                    self.store.delete(info.physical, selector)
+        return count
+
+    def allocate(self, count: int) -> list[int]:
+        """`count` fresh chunk numbers (rag_api.sequence)."""
+        return self.sequence.allocate(self.writable().physical, count)
+
+    def optimize(self) -> None:
+        """Build indexes after a bulk load."""
+        info = self.info(refresh=True)
+        if info is not None:
+            self.store.optimize(info.physical)
+
+    # --- migration -------------------------------------------------------------------------------
+
+    @contextmanager
+    def writes_held(self) -> Iterator[None]:
+        """Hold every in-process write (they wait) until the block ends: a migration's last
+        catch-up and alias swap."""
+        with self._target_lock.write():
+            yield
+
+    def recover(self) -> list[generations.Torn]:
+        """Complete the replacements a crash cut short: keep each torn document's newest
+        generation (rag_api.generations)."""
+        info = self.info(refresh=True)
+        if info is None:
+            return []
+        with self._target_lock.read(), self._points_lock.write():
+            torn = generations.keep_newest(self.store, info.physical)
+        for document in torn:
+            log.warning("%s: %s; kept the newest", self.name, document.describe())
+        return torn
+
+    def switch(self, cfg: CollectionConfig, physical: str | None) -> None:
+        """Point the alias at `physical` (None: leave it) and adopt `cfg` together; searches wait."""
+        with self._points_lock.write():
+            if physical is not None:
+                self.store.set_alias(self.name, physical)
+            self.cfg = cfg
+            self.invalidate()
+
+
+class Batch:
+    """Writes to the physical collection the hub name pointed at when the batch began."""
+
+    def __init__(self, collection: Collection, physical: str) -> None:
+        self.collection = collection
+        self._physical = physical
+
+    def records(
+        self, selector: Selector, fields: Sequence[str] | None = None, with_dense: bool = False
+    ) -> Iterator[Record]:
+        """The selected points, streamed without the points lock (vectors to reuse)."""
+        store = self.collection.store
+        return store.iter_records(self._physical, selector, with_dense, fields)
+
+    def replace(
+        self, scope: Selector, points: Sequence[PointData], seqs: Sequence[int] | None = None
+    ) -> int:
+        """Make the points `scope` selects exactly `points`, atomically for readers: overwrite by
+        id, delete what is left over; returns how many were deleted. Each point is stamped with
+        its chunk number (`seqs`, else the one its id already has, else a fresh one)."""
+        coll, physical = self.collection, self._physical
+        now = datetime.now(UTC).isoformat(timespec="seconds")
+        with coll._points_lock.write():
+            # read the scope now, under the lock: a concurrent writer may have added points
+            records = coll.store.iter_records(physical, scope, fields=[payload.SEQ, payload.GEN])
+            existing = {r.id: r.payload for r in records}
+            numbers = list(seqs) if seqs else self._numbers([p.id for p in points], existing)
+            stamped = [
+                PointData(p.id, p.dense, payload.stamped(p.payload, seq, now), p.sparse)
+                for p, seq in zip(points, numbers, strict=True)
+            ]
+            # a whole document (a scope by source or file) gets a new generation of it
+            replaced = existing.values() if scope.ids is None else None
+            generations.stamp(coll.store, physical, [p.payload for p in stamped], replaced)
+            # one operation each: the engine applies it whole or not at all, even across a crash
+            coll.store.upsert(physical, stamped)
+            keep = {p.id for p in points}
+            stale = [pid for pid in existing if pid not in keep]
+            if stale:
+                coll.store.delete(physical, Selector(ids=tuple(stale)))
+        return len(stale)
+
+    def upsert(self, points: Sequence[PointData]) -> None:
+        """Overwrite points by id, payloads as they are."""
+        with self.collection._points_lock.write():
+            self.collection.store.upsert(self._physical, points)
+
+    def _numbers(self, ids: list[str], existing: dict[str, dict[str, Any]]) -> list[int]:
+        """Each point's chunk number: the one it already has when overwritten in place, else new."""
+        kept = [payload.StoredChunk(existing.get(pid, {})).seq for pid in ids]
+        fresh = iter(self.collection.sequence.allocate(self._physical, kept.count(None)))
+        return [seq if seq is not None else next(fresh) for seq in kept]

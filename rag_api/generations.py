@@ -34,19 +34,14 @@ reports a document holding two generations as `versions`; `--repair` keeps the n
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rag_api.payload import FILE, FROM_API, FROM_FILE, GEN, ORIGIN, SOURCE
 from rag_api.store import Selector, Store
 
-if TYPE_CHECKING:
-    from rag_api.collection import Collection
-
-log = logging.getLogger("rag_api.generations")
 FIELDS = [ORIGIN, SOURCE, FILE, GEN]
 NONE = -1  # the generation of chunks written before generations existed: older than any
 DocumentKey = tuple[str, str]  # ("file", kb-relative path) or ("api", source)
@@ -157,16 +152,11 @@ def find_torn(store: Store, physical: str) -> list[Torn]:
     return index.torn()
 
 
-def recover(collection: Collection) -> list[Torn]:
-    """Complete the replacements a crash cut short: keep each torn document's newest generation."""
-    info = collection.info(refresh=True)
-    if info is None:
-        return []
-    with collection.writes.read(), collection.lock.write():
-        torn = find_torn(collection.store, info.physical)
-        doomed = tuple(pid for document in torn for pid in document.doomed)
-        if doomed:
-            collection.store.delete(info.physical, Selector(ids=doomed))
-    for document in torn:
-        log.warning("%s: %s; kept the newest", collection.name, document.describe())
+def keep_newest(store: Store, physical: str) -> list[Torn]:
+    """Complete the replacements a crash cut short: delete every torn document's points but its
+    newest generation's (the caller holds the collection's locks: Collection.recover)."""
+    torn = find_torn(store, physical)
+    doomed = tuple(pid for document in torn for pid in document.doomed)
+    if doomed:
+        store.delete(physical, Selector(ids=doomed))
     return torn

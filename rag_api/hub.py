@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import time
 
-from rag_api import generations
 from rag_api.collection import Collection
 from rag_api.config import HubConfig, load_config
 from rag_api.embedding import EmbeddingRouter
@@ -57,7 +56,7 @@ class Hub:
         started, torn, failed = time.monotonic(), 0, False
         for collection in self.collections.values():
             try:
-                torn += len(generations.recover(collection))
+                torn += len(collection.recover())
             except RagError as exc:
                 failed = True
                 log.error("%s: not recovered after the crash: %s", collection.name, exc.message)

@@ -6,23 +6,21 @@ import hashlib
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
-from rag_api import generations, payload
+from rag_api import payload
 from rag_api.chunking import Chunk
-from rag_api.collection import Collection
+from rag_api.collection import Batch, Collection
 from rag_api.errors import EmbedderUnavailable
-from rag_api.store import PointData, Record, Selector
+from rag_api.store import PointData, Selector
 
 log = logging.getLogger("rag_api.ingest")
 # chunks embedded per call in a bulk index: the model sorts a call's texts by length to pad less,
 # so fewer, larger calls come closer to encoding everything at once
 EMBED_BATCH_CHUNKS = 2048
 REUSE_FIELDS = [payload.EMBEDDER, payload.CONTENT_HASH]
-EXISTING_FIELDS = [payload.SEQ, payload.GEN]
 
 
 @dataclass
@@ -48,9 +46,9 @@ def content_hash(text: str, prefix: str = "") -> str:
 class DocumentWrite:
     """Make the points selected by `scope` be exactly `chunks` (an empty list deletes them).
 
-    Prepared first (existing vectors are reused by content hash, only new texts embedded), then
-    committed under the collection's write lock: overwrite by id, drop what is left over. A scope
-    by source or file (not by ids) is a whole document, replaced by a new generation of it: a
+    Prepared first (payloads built and checked, existing vectors reused by content hash, only new
+    texts embedded), then committed as one replacement of the scope (Batch.replace): a scope by
+    source or file (not by ids) is a whole document, replaced by a new generation of it, so a
     crash between the overwrite and the drop is completed at the next open (rag_api.generations).
     """
 
@@ -66,7 +64,7 @@ class DocumentWrite:
     vectors: dict[str, np.ndarray | list[float]] = field(init=False, default_factory=dict)
     reused: int = field(init=False, default=0)
 
-    def prepare(self, physical: str) -> list[str]:
+    def prepare(self, batch: Batch) -> list[str]:
         """Build the payloads, load reusable vectors; return the texts that still need embedding
         (deduplicated)."""
         coll = self.collection
@@ -86,7 +84,7 @@ class DocumentWrite:
         ]
         scopes = [self.scope] + ([self.reuse_from] if self.reuse_from is not None else [])
         for scope in scopes if self.chunks and not self.reembed else []:
-            for record in self._existing(physical, scope, REUSE_FIELDS, with_dense=True):
+            for record in batch.records(scope, REUSE_FIELDS, with_dense=True):
                 stored = payload.StoredChunk(record.payload)
                 digest = stored.content_hash
                 if record.dense is not None and digest and stored.embedder == coll.embedder_id:
@@ -103,49 +101,21 @@ class DocumentWrite:
         for text, vector in zip(texts, vectors, strict=True):
             self.vectors[content_hash(text, prefix)] = vector
 
-    def commit(self, physical: str) -> WriteStats:
+    def commit(self, batch: Batch) -> WriteStats:
         coll = self.collection
-        now = datetime.now(UTC).isoformat(timespec="seconds")
         sparse = coll.sparse.documents([c.text for c in self.chunks])
         ids = [payload.point_id(coll.name, c.source, c.chunk_index) for c in self.chunks]
-        with coll.lock.write():
-            # read the scope now, under the lock: a concurrent writer may have added points
-            existing = {
-                r.id: r.payload for r in self._existing(physical, self.scope, EXISTING_FIELDS)
-            }
-            seqs = self.seqs or self._numbers(physical, ids, existing)
-            points = [
-                PointData(pid, self.vectors[digest], payload.stamped(body, seq, now), sv)
-                for pid, body, seq, digest, sv in zip(
-                    ids, self.payloads, seqs, self.hashes, sparse, strict=True
-                )
-            ]
-            replaced = existing.values() if self.scope.ids is None else None
-            generations.stamp(coll.store, physical, [p.payload for p in points], replaced)
-            # one operation each: the engine applies it whole or not at all, even across a crash
-            coll.store.upsert(physical, points)
-            keep = set(ids)
-            stale = [pid for pid in existing if pid not in keep]
-            if stale:
-                coll.store.delete(physical, Selector(ids=tuple(stale)))
+        points = [
+            PointData(pid, self.vectors[digest], body, sv)
+            for pid, body, digest, sv in zip(ids, self.payloads, self.hashes, sparse, strict=True)
+        ]
+        deleted = batch.replace(self.scope, points, self.seqs)
         return WriteStats(
             embedded=len(points) - self.reused,
             reused=self.reused,
-            deleted=len(stale),
+            deleted=deleted,
             written=len(points),
         )
-
-    def _numbers(self, physical: str, ids: list[str], existing: dict[str, dict]) -> list[int]:
-        """Each point's chunk number: the one it already has when overwritten in place, else new."""
-        kept = [payload.StoredChunk(existing.get(pid, {})).seq for pid in ids]
-        fresh = iter(self.collection.sequence.allocate(physical, kept.count(None)))
-        return [seq if seq is not None else next(fresh) for seq in kept]
-
-    def _existing(
-        self, physical: str, scope: Selector, fields: list[str], with_dense: bool = False
-    ) -> list[Record]:
-        store = self.collection.store
-        return list(store.iter_records(physical, scope, with_dense=with_dense, fields=fields))
 
 
 def write_documents(
@@ -157,16 +127,15 @@ def write_documents(
 
     Nothing is written until every vector is ready: an embedder failure leaves the store as it was.
     """
-    with collection.writes.read():  # a migration's alias swap waits for this write, or vice versa
-        info = collection.writable()
+    with collection.batch() as batch:  # a migration's alias swap waits for it, or it for the swap
         total = WriteStats()
-        pending = [(write, write.prepare(info.physical)) for write in writes]
+        pending = [(write, write.prepare(batch)) for write in writes]
         vectors = embed_texts(collection, [t for _, texts in pending for t in texts])
         start = 0
         for write, texts in pending:
             write.accept(texts, vectors[start : start + len(texts)])
             start += len(texts)
-            stats = write.commit(info.physical)
+            stats = write.commit(batch)
             total.add(stats)
             if on_done is not None:
                 on_done(write, stats)
@@ -200,16 +169,3 @@ def replace_source(
     """Atomically make `source` consist of exactly `chunks` (none: the source is deleted)."""
     write = DocumentWrite(collection, Selector(sources=(source,)), chunks, provenance)
     return write_documents(collection, [write])
-
-
-def delete_points(collection: Collection, selector: Selector) -> int:
-    """Delete the selected points; returns how many there were."""
-    with collection.writes.read():
-        info = collection.info()
-        if info is None:
-            return 0
-        with collection.lock.write():
-            count = collection.store.count(info.physical, selector)
-            if count:
-                collection.store.delete(info.physical, selector)
-    return count

@@ -26,7 +26,8 @@ class Passage:
     sparse_rank: int | None = None
     rerank_score: float | None = None
     vector: list[float] | None = field(default=None, repr=False, compare=False)
-    stored: StoredChunk | None = field(default=None, repr=False, compare=False)
+    # the payload it was read from (empty for a passage built by hand)
+    stored: StoredChunk = field(default_factory=lambda: StoredChunk({}), repr=False, compare=False)
 
     @classmethod
     def from_hit(cls, hit: Hit) -> Passage:

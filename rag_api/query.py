@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -43,6 +44,7 @@ class SearchFields(BaseModel):
     query: Annotated[str, Field(max_length=8000)]
     top_k: Annotated[int, Field(ge=1, le=100)] | None = None
     threshold: Annotated[float, Field(ge=-1.0, le=1.0)] | None = None
+    filters: Filters | None = None
 
     @field_validator("query")
     @classmethod
@@ -50,6 +52,17 @@ class SearchFields(BaseModel):
         if not value.strip():
             raise ValueError("must not be empty")
         return value.strip()
+
+    def search_request(self) -> SearchRequest:
+        """The retrieval these fields ask for (what they leave out, the collection decides)."""
+        filters = self.filters or Filters()
+        return SearchRequest(
+            query=self.query,
+            top_k=self.top_k,
+            threshold=self.threshold,
+            source_prefix=filters.source_prefix,
+            metadata=filters.metadata,
+        )
 
 
 class QueryBody(SearchFields):
@@ -63,20 +76,14 @@ class QueryBody(SearchFields):
         ]
         | None
     ) = None
-    filters: Filters | None = None
     rerank: bool | None = None  # None: the collection's rerank block decides
     diversity: Annotated[float, Field(ge=0.0, le=1.0)] | None = None  # MMR, 0 = off
 
     def search_request(self) -> SearchRequest:
-        filters = self.filters or Filters()
-        return SearchRequest(
-            query=self.query,
-            top_k=self.top_k,
-            threshold=self.threshold,
+        return replace(
+            super().search_request(),
             mode=self.mode,
             sources=tuple(self.sources) if self.sources is not None else None,
-            source_prefix=filters.source_prefix,
-            metadata=filters.metadata,
             relative_threshold=self.relative_threshold,
             rerank=self.rerank,
             diversity=self.diversity,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rag_api.errors import RagError
 from rag_api.hub import Hub
+from rag_api.payload import SOURCE
 from rag_api.store import Selector
 
 
@@ -23,9 +24,9 @@ def problems(hub: Hub) -> dict[str, RagError]:
         if not collection.cfg.enabled or name in found:
             continue
         try:
-            info = collection.readable()  # refuses a dimension or model mismatch
-            if info is not None:  # and the engine can read its points
-                hub.store.scroll(info.physical, Selector(), 1, fields=["source"])
+            # refuses a dimension or model mismatch, and the engine must read its points
+            if collection.searchable() is not None:
+                collection.records(Selector(), [SOURCE], limit=1)
         except RagError as exc:
             found[name] = exc
     return found

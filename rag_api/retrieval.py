@@ -69,13 +69,12 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
     mode: Mode = request.mode or cfg.mode
     timings: dict[str, float] = {}
     selector = request.selector()
-    with collection.lock.read():  # a migration swaps the alias and the embedder together
-        info, embedder = collection.readable(), collection.cfg.embedder
-    if info is None or selector.selects_nothing:
+    target = collection.searchable()
+    if target is None or selector.selects_nothing:
         return SearchOutcome([], mode, timings)
-    wants_dense, wants_sparse = search_sides(mode, info)
+    wants_dense, wants_sparse = search_sides(mode, target.info)
     started = time.perf_counter()
-    dense = collection.embed_query(request.query, embedder).tolist() if wants_dense else None
+    dense = collection.embed_query(request.query, target.embedder).tolist() if wants_dense else None
     sparse = collection.sparse.query(request.query) if wants_sparse else None
     timings["embed"] = _ms(started)
     pool = max(top_k, reranker.candidates if reranker else 0)
@@ -91,12 +90,11 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
         rrf_k=cfg.rrf_k,
         with_dense=diversity > 0,
     )
-    if (plan := search_plan(spec, info)) is None:
+    if (plan := search_plan(spec, target.info)) is None:
         return SearchOutcome([], mode, timings)  # nothing but stop words
     mode = plan
     started = time.perf_counter()
-    with collection.lock.read():
-        hits = collection.store.search(info.physical, spec, info)
+    hits = collection.search(target, spec)
     timings["search"] = _ms(started)
     passages = [Passage.from_hit(hit) for hit in hits]
     if mode != "sparse":

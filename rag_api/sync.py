@@ -15,7 +15,6 @@ from rag_api.ingest import (
     EMBED_BATCH_CHUNKS,
     DocumentWrite,
     WriteStats,
-    delete_points,
     write_documents,
 )
 from rag_api.store import Selector
@@ -66,13 +65,10 @@ class SyncReport:
 def stored_files(collection: Collection, files: Iterable[str] | None = None) -> dict[str, set[str]]:
     """Each indexed kb file (all, or those among `files`) and the content hashes its chunks carry
     (more than one = half-updated; INCOMPLETE among them = some of its chunks are missing)."""
-    info = collection.info()
-    if info is None:
-        return {}
     selector = file_chunks(None if files is None else sorted(set(files)))
     found: dict[str, set[str]] = {}
     counted: dict[str, list[int]] = {}  # file -> [chunks stored, chunks it was written with]
-    for record in collection.store.iter_records(info.physical, selector, fields=FILE_FIELDS):
+    for record in collection.scan(selector, fields=FILE_FIELDS):
         stored = payload.StoredChunk(record.payload)
         if stored.file is not None:
             found.setdefault(stored.file, set()).add(stored.doc_hash)
@@ -182,7 +178,7 @@ def mass_removal(stored: int, gone: int) -> bool:
 def remove_files(collection: Collection, rels: Iterable[str], report: SyncReport) -> None:
     """Delete the chunks of kb files that are gone."""
     for rel in rels:
-        deleted = delete_points(collection, file_chunks([rel]))
+        deleted = collection.delete(file_chunks([rel]))
         report.stats.deleted += deleted
         report.gone.add(rel)
         log.info("%s: removed %s (%d chunks): file is gone", collection.name, rel, deleted)

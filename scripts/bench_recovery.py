@@ -2,7 +2,7 @@
 
 Builds an embedded collection of N points (documents of 100 chunks, 384-dim vectors), a few of
 them left holding two versions as a crash between the two operations of a replacement leaves
-them, then times, on the same open store: the recovery pass (rag_api.generations.recover: four
+them, then times, on the same open store: the recovery pass (Collection.recover: four
 payload fields of every point, then one delete), against the baseline of the scan every hub
 already makes before its first write (ChunkSequence: the `seq` field of every point). Prints the
 median of each and the ratio.
@@ -24,7 +24,6 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rag_api import generations  # noqa: E402
 from rag_api.config import parse_config  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
 from rag_api.settings import Settings  # noqa: E402
@@ -81,7 +80,7 @@ def main() -> None:
             list(hub.store.iter_records(physical, Selector(), fields=["seq"]))
             baseline.append(time.perf_counter() - started)
             started = time.perf_counter()
-            torn = generations.recover(hub.collection("docs"))
+            torn = hub.collection("docs").recover()
             recovery.append(time.perf_counter() - started)
             assert len(torn) == TORN
         hub.close()

@@ -80,8 +80,8 @@ def test_collection_without_sparse_vectors_is_searched_dense_only(
     if engine == "memory":
         write_with_client(hub)
     collection = hub.collection("legacy")
-    info = collection.readable()
-    assert info is not None and not info.has_sparse
+    target = collection.searchable()
+    assert target is not None and not target.info.has_sparse
 
     outcome = search(collection, SearchRequest("refunds within 30 days", mode=mode))
     assert outcome.mode == "dense"

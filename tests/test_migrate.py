@@ -11,7 +11,7 @@ from rag_api.chunking import Chunk
 from rag_api.config import EmbedderConfig
 from rag_api.errors import EmbedderUnavailable, MigrationInProgress
 from rag_api.hub import Hub
-from rag_api.ingest import delete_points, replace_source
+from rag_api.ingest import replace_source
 from rag_api.ops.check import run_check
 from rag_api.ops.migrate import drop_old, plan_migration, plan_rollback, run_migration
 from rag_api.ops.versions import versions
@@ -122,7 +122,7 @@ def test_writes_during_the_migration_are_carried_over(hub: Hub) -> None:
     def meanwhile(phase: str, done: int, total: int) -> None:
         if phase == "copy" and done == total:
             write_api(collection, range(100, 102), 2, tag=" (during copy)")
-            delete_points(collection, Selector(sources=("api/record-0",)))
+            collection.delete(Selector(sources=("api/record-0",)))
         if phase == "final catch-up" and not late:
             writer = threading.Thread(target=write_api, args=(collection, range(200, 201), 3))
             late.append(writer)

@@ -50,16 +50,14 @@ def result_view(passage: Passage) -> dict[str, Any]:
 
 def find_chunk(
     collection: Collection,
-    physical: str,
     index: int | None,
     source: str | None,
     chunk_index: int | None,
 ) -> Record:
     """The one chunk an update names; 404 CHUNK_NOT_FOUND, or 409 AMBIGUOUS_SOURCE for a bare
     source with several chunks."""
-    store = collection.store
     if index is not None:
-        records, _ = store.scroll(physical, Selector(seq=index), limit=2)
+        records = collection.records(Selector(seq=index), limit=2)
         records = [r for r in records if source is None or StoredChunk(r.payload).source == source]
         if len(records) > 1:  # two processes wrote the collection: see rag_api.sequence
             raise AmbiguousSource(
@@ -68,14 +66,14 @@ def find_chunk(
         where = f"index {index}" + (f" in source '{source}'" if source is not None else "")
     elif chunk_index is not None:
         assert source is not None
-        records = store.retrieve(physical, [point_id(collection.name, source, chunk_index)])
+        records = collection.retrieve([point_id(collection.name, source, chunk_index)])
         where = f"source '{source}', chunk_index {chunk_index}"
     else:
         assert source is not None
         selector = Selector(sources=(source,))
-        records, _ = store.scroll(physical, selector, limit=2)
+        records = collection.records(selector, limit=2)
         if len(records) > 1:
-            count = store.count(physical, selector)
+            count = collection.count(selector)
             raise AmbiguousSource(
                 f"source '{source}' has {count} chunks: add chunk_index, or use index from a listing"
             )

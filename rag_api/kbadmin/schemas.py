@@ -111,7 +111,7 @@ class Reload(Routed):
 
 
 class Search(SearchFields, Routed):
-    filters: Filters | None = None
+    pass
 
 
 class Context(Search):

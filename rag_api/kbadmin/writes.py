@@ -14,7 +14,7 @@ from rag_api.chunking import Chunk, split_text
 from rag_api.collection import Collection
 from rag_api.errors import ChunkNotFound, InvalidRequest, PayloadTooLarge, RagError
 from rag_api.hub import Hub
-from rag_api.ingest import DocumentWrite, delete_points, write_documents
+from rag_api.ingest import DocumentWrite, write_documents
 from rag_api.kbadmin.chunks import (
     DYNAMIC_BASE,
     TEMPORARY,
@@ -33,7 +33,7 @@ from rag_api.kbadmin.schemas import (
     UpsertDocument,
     check_size,
 )
-from rag_api.payload import SEQ, StoredChunk, api_provenance, edited_provenance, point_id
+from rag_api.payload import StoredChunk, api_provenance, edited_provenance, point_id
 from rag_api.store import Selector
 from rag_api.sync import sync_collection
 
@@ -53,7 +53,7 @@ def add_document(collection: Collection, body: AddDocument) -> dict[str, Any]:
     texts = split_text(body.text, collection.cfg.chunking)
     if not texts:
         raise InvalidRequest("text: must not be empty (use /upsert/document to delete)")
-    seqs = _numbers(collection, len(texts))
+    seqs = collection.allocate(len(texts))
     source = body.source or f"dynamic#{seqs[0]}"
     chunks = [
         _chunk(text, source, seq, body.metadata) for text, seq in zip(texts, seqs, strict=True)
@@ -70,7 +70,7 @@ def add_chunks(collection: Collection, body: AddChunks) -> dict[str, Any]:
         check_size(f"items[{n}].text", item.text, CHUNK_MAX_CHARS)
         if not item.text.strip():
             raise InvalidRequest(f"items.{n}.text: must not be blank")
-    seqs = _numbers(collection, len(body.items))
+    seqs = collection.allocate(len(body.items))
     chunks = [
         _chunk(item.text, item.source, seq, item.metadata)
         for item, seq in zip(body.items, seqs, strict=True)
@@ -87,7 +87,7 @@ def upsert_document(collection: Collection, body: UpsertDocument) -> dict[str, A
     """
     check_size("text", body.text, DOCUMENT_MAX_CHARS)
     texts = split_text(body.text, collection.cfg.chunking)
-    seqs = _numbers(collection, len(texts))
+    seqs = collection.allocate(len(texts))
     chunks = [
         _chunk(text, body.source, seq, body.metadata) for text, seq in zip(texts, seqs, strict=True)
     ]
@@ -110,10 +110,9 @@ def update_chunk(collection: Collection, body: UpdateChunk) -> dict[str, Any]:
     It keeps its index and chunk_index. A kb-file chunk can be edited too; its file stays the
     source of truth: the next reconcile of that file (/reload, the watcher) restores it.
     """
-    info = collection.info()
-    if info is None:
+    if collection.info() is None:
         raise ChunkNotFound(f"collection '{collection.name}' is empty: no chunk to update")
-    record = find_chunk(collection, info.physical, body.index, body.source, body.chunk_index)
+    record = find_chunk(collection, body.index, body.source, body.chunk_index)
     old = StoredChunk(record.payload)
     chunk = Chunk(
         text=body.new_text if body.new_text is not None else old.text,
@@ -123,7 +122,7 @@ def update_chunk(collection: Collection, body: UpdateChunk) -> dict[str, Any]:
     )
     check_size("new_text", chunk.text, CHUNK_MAX_CHARS)
     new_id = point_id(collection.name, chunk.source, chunk.chunk_index)
-    if new_id != record.id and collection.store.retrieve(info.physical, [new_id]):
+    if new_id != record.id and collection.retrieve([new_id]):
         raise ChunkExists(
             f"source '{chunk.source}' already has a chunk_index {chunk.chunk_index}; "
             "remove it first or move this chunk to another source"
@@ -136,7 +135,7 @@ def update_chunk(collection: Collection, body: UpdateChunk) -> dict[str, Any]:
         seqs=[old.seq] if old.seq is not None else None,
     )
     write_documents(collection, [write])
-    updated = collection.store.retrieve(info.physical, [new_id])
+    updated = collection.retrieve([new_id])
     if not updated:  # removed by a concurrent call in the meantime
         raise ChunkNotFound(f"the chunk was removed while it was being updated ({new_id})")
     return {
@@ -151,7 +150,7 @@ def remove(collection: Collection, body: Remove) -> dict[str, Any]:
         selector = Selector(sources=(body.source_prefix,))
     else:
         selector = Selector(source_prefix=body.source_prefix)
-    removed = delete_points(collection, selector)
+    removed = collection.delete(selector)
     return {"removed": removed, "total_after": _total(collection)}
 
 
@@ -163,7 +162,7 @@ def reload(collection: Collection, body: Reload) -> dict[str, Any]:
     mass removal held) comes first, so it leaves the temporary chunks too.
     """
     report = sync_collection(collection, force=body.force_rebuild, prune=body.prune)
-    temporary = delete_points(collection, TEMPORARY)
+    temporary = collection.delete(TEMPORARY)
     return {
         **report.as_dict(),
         "force_rebuild": body.force_rebuild,
@@ -181,13 +180,7 @@ def drop_temporary(hub: Hub) -> int:
     dropped = 0
     for collection in hub.collections.values():
         try:
-            info = collection.info()
-            if info is None:
-                continue
-            records = collection.store.iter_records(info.physical, TEMPORARY, fields=[SEQ])
-            numbers = [StoredChunk(r.payload).seq for r in records]
-            collection.sequence.retire(info.physical, [n for n in numbers if n is not None])
-            count = delete_points(collection, TEMPORARY)
+            count = collection.delete(TEMPORARY, retire=True)
         except RagError as exc:
             log.warning("%s: temporary chunks not dropped: %s", collection.name, exc.message)
             continue
@@ -195,10 +188,6 @@ def drop_temporary(hub: Hub) -> int:
             log.info("%s: dropped %d temporary API chunks", collection.name, count)
         dropped += count
     return dropped
-
-
-def _numbers(collection: Collection, count: int) -> list[int]:
-    return collection.sequence.allocate(collection.writable().physical, count)
 
 
 def _chunk(text: str, source: str | None, seq: int, metadata: dict[str, Any]) -> Chunk:
@@ -217,5 +206,5 @@ def _insert(
 
 
 def _total(collection: Collection) -> int:
-    info = collection.info(refresh=True)
-    return collection.store.count(info.physical) if info is not None else 0
+    collection.info(refresh=True)  # another process may have created or moved it
+    return collection.count()

@@ -121,7 +121,7 @@ def _inspect(collection: Collection, sample: int, max_bytes: int) -> Inspection:
             f"{collection.cfg.embedder.dim}: {collection.migrate_hint()} (not repaired)",
         )
         return result
-    scan = _scan(collection, info)
+    scan = _scan(collection)
     _check_embedder(collection, scan, result)
     _check_payloads(scan, {item.rel for item in files}, result)
     _check_duplicates(collection, scan, result)
@@ -130,16 +130,16 @@ def _inspect(collection: Collection, sample: int, max_bytes: int) -> Inspection:
         _check_files(collection, files, skipped, scan, result)
     if result.writable and sample:
         ids = random.sample(scan.sampleable, min(sample, len(scan.sampleable)))
-        _check_vectors(collection, info, ids, result)
+        _check_vectors(collection, ids, result)
     _check_sparse(collection, info, result)
     return result
 
 
-def _scan(collection: Collection, info: CollectionInfo) -> _Scan:
+def _scan(collection: Collection) -> _Scan:
     scan = _Scan()
     ours = collection.embedder_id
     prefix = collection.cfg.embedder.document_prefix
-    for record in collection.store.iter_records(info.physical):
+    for record in collection.scan():
         stored = StoredChunk(record.payload)
         text, source, origin_file = stored.text, stored.source, stored.file
         scan.embedders[stored.embedder] += 1
@@ -283,10 +283,8 @@ def _file_problem(
     return None
 
 
-def _check_vectors(
-    collection: Collection, info: CollectionInfo, ids: list[str], result: Inspection
-) -> None:
-    records = collection.store.retrieve(info.physical, ids, with_dense=True)
+def _check_vectors(collection: Collection, ids: list[str], result: Inspection) -> None:
+    records = collection.retrieve(ids, with_dense=True)
     records = [r for r in records if r.dense is not None and extract_text(r.payload)]
     if not records:
         return
@@ -318,7 +316,7 @@ def _check_sparse(collection: Collection, info: CollectionInfo, result: Inspecti
             "(written by another tool?): re-index it into a new collection (not repaired)",
         )
         return
-    lacking = collection.store.iter_records(info.physical, Selector(has_sparse=False))
+    lacking = collection.scan(Selector(has_sparse=False))
     encoder = collection.sparse
     # a chunk of nothing but stop words has no BM25 vector by design
     missing = [r.id for r in lacking if encoder.document(extract_text(r.payload)).indices]

@@ -204,7 +204,7 @@ def run_migration(
         if result.embedded:
             collection.store.optimize(plan.target)  # index what the bulk load wrote
         result.top5_overlap = top5_overlap(collection.store, plan.live, plan.target)
-        with collection.writes.write():  # in-process writers wait from here to the swap
+        with collection.writes_held():  # in-process writers wait from here to the swap
             info = collection.info(refresh=True)
             if info is None or info.physical != plan.live:
                 raise MigrationFailed(f"the alias of '{name}' moved during the migration")
@@ -225,14 +225,10 @@ def switch_embedder(
 ) -> None:
     """Point the alias at `physical` and the collection at `new` together (searches wait)."""
     cfg = collection.cfg.model_copy(update={"embedder": new})
-    with collection.lock.write():
-        if physical is not None:
-            collection.store.set_alias(collection.name, physical)
-        collection.cfg = cfg
-        hub.config = hub.config.model_copy(
-            update={"collections": {**hub.config.collections, collection.name: cfg}}
-        )
-        collection.invalidate()
+    collection.switch(cfg, physical)
+    hub.config = hub.config.model_copy(
+        update={"collections": {**hub.config.collections, collection.name: cfg}}
+    )
 
 
 def drop_old(hub: Hub, name: str) -> list[str]:

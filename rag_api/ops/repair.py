@@ -6,8 +6,6 @@ import logging
 
 from rag_api import kb
 from rag_api.collection import Collection
-from rag_api.generations import recover
-from rag_api.ingest import delete_points
 from rag_api.ops.findings import Repair
 from rag_api.ops.inspection import RepairPlan
 from rag_api.payload import extract_text
@@ -27,15 +25,15 @@ def apply_repairs(
     if plan.rebuild:
         done.append(_rebuild(collection, plan.rebuild))
     if plan.torn:
-        torn = recover(collection)  # found again under the lock: a write may have settled one
+        torn = collection.recover()  # found again under the lock: a write may have settled one
         points = sum(len(document.doomed) for document in torn)
         detail = f"{len(torn)} documents, {points} points deleted"
         done.append(Repair(name, "kept the newest version", detail))
     if plan.duplicates:
-        deleted = delete_points(collection, Selector(ids=tuple(sorted(plan.duplicates))))
+        deleted = collection.delete(Selector(ids=tuple(sorted(plan.duplicates))))
         done.append(Repair(name, "deleted duplicates", f"{deleted} points"))
     for rel in sorted(plan.orphans):
-        deleted = delete_points(collection, file_chunks([rel]))
+        deleted = collection.delete(file_chunks([rel]))
         done.append(Repair(name, "deleted orphans", f"{rel}: {deleted} chunks"))
     if plan.reindex and collection.kb_path is not None:
         report = SyncReport(name)
@@ -72,14 +70,12 @@ def _rebuild(collection: Collection, physical: str) -> Repair:
 
 def _restore_sparse(collection: Collection, ids: list[str]) -> int:
     """Rewrite points with their BM25 vector, keeping their dense vector and payload."""
-    info = collection.writable()
-    with collection.writes.read():
-        records = collection.store.retrieve(info.physical, ids, with_dense=True)
+    with collection.batch() as batch:
+        records = batch.records(Selector(ids=tuple(ids)), fields=None, with_dense=True)
         points = [
             PointData(r.id, r.dense, r.payload, collection.sparse.document(extract_text(r.payload)))
             for r in records
             if r.dense is not None
         ]
-        with collection.lock.write():
-            collection.store.upsert(info.physical, points)
+        batch.upsert(points)
     return len(points)
