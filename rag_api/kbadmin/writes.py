@@ -33,7 +33,13 @@ from rag_api.kbadmin.schemas import (
     UpsertDocument,
     check_size,
 )
-from rag_api.payload import StoredChunk, api_provenance, edited_provenance, point_id
+from rag_api.payload import (
+    FROM_API,
+    StoredChunk,
+    api_provenance,
+    edited_provenance,
+    point_id,
+)
 from rag_api.store import Selector
 from rag_api.sync import sync_collection
 
@@ -91,7 +97,7 @@ def upsert_document(collection: Collection, body: UpsertDocument) -> dict[str, A
     chunks = [
         _chunk(text, body.source, seq, body.metadata) for text, seq in zip(texts, seqs, strict=True)
     ]
-    scope = Selector(sources=(body.source,), origin="api")
+    scope = Selector(sources=(body.source,), origin=FROM_API)
     provenance = api_provenance(body.persist, body.dynamic)
     write = DocumentWrite(collection, scope, chunks, provenance, seqs=seqs)
     stats = write_documents(collection, [write])
