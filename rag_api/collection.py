@@ -312,6 +312,12 @@ class Collection:
             log.warning("%s: %s; kept the newest", self.name, document.describe())
         return torn
 
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold every in-process reader and writer until the block ends: a store rebuild."""
+        with self._target_lock.write(), self._points_lock.write():
+            yield
+
     def switch(self, cfg: CollectionConfig, physical: str | None) -> None:
         """Point the alias at `physical` (None: leave it) and adopt `cfg` together; searches wait."""
         with self._points_lock.write():

@@ -54,7 +54,7 @@ def apply_repairs(
 def _rebuild(collection: Collection, physical: str) -> Repair:
     """Rebuild a collection whose store holds unreadable points, with every reader and writer
     waiting; what it drops that came from kb files is re-indexed by the next pass."""
-    with collection.writes.write(), collection.lock.write():
+    with collection.exclusive():
         rebuilt = collection.store.rebuild(physical)
     collection.invalidate()
     detail = f"{rebuilt.kept} points kept, {len(rebuilt.dropped)} unreadable dropped"
