@@ -65,7 +65,7 @@ class SyncReport:
 def stored_files(collection: Collection, files: Iterable[str] | None = None) -> dict[str, set[str]]:
     """Each indexed kb file (all, or those among `files`) and the content hashes its chunks carry
     (more than one = half-updated; INCOMPLETE among them = some of its chunks are missing)."""
-    selector = file_chunks(None if files is None else sorted(set(files)))
+    selector = file_scope(None if files is None else sorted(set(files)))
     found: dict[str, set[str]] = {}
     counted: dict[str, list[int]] = {}  # file -> [chunks stored, chunks it was written with]
     for record in collection.scan(selector, fields=FILE_FIELDS):
@@ -81,7 +81,7 @@ def stored_files(collection: Collection, files: Iterable[str] | None = None) -> 
     return found
 
 
-def file_chunks(rels: Iterable[str] | None) -> Selector:
+def file_scope(rels: Iterable[str] | None) -> Selector:
     """The chunks of these kb files (None: of every kb file)."""
     return Selector(origin=payload.FROM_FILE, files=None if rels is None else tuple(rels))
 
@@ -97,9 +97,9 @@ def file_write(
     renamed from, if any), and the reader's warnings."""
     result = read_chunks(item.path, item.rel, collection.cfg.chunking)
     provenance = payload.file_provenance(item.rel, data_hash, len(result.chunks))
-    reuse = file_chunks([renamed_from]) if renamed_from else None
+    reuse = file_scope([renamed_from]) if renamed_from else None
     write = DocumentWrite(
-        collection, file_chunks([item.rel]), result.chunks, provenance, reuse, reembed=reembed
+        collection, file_scope([item.rel]), result.chunks, provenance, reuse, reembed=reembed
     )
     return write, result.warnings
 
@@ -178,7 +178,7 @@ def mass_removal(stored: int, gone: int) -> bool:
 def remove_files(collection: Collection, rels: Iterable[str], report: SyncReport) -> None:
     """Delete the chunks of kb files that are gone."""
     for rel in rels:
-        deleted = collection.delete(file_chunks([rel]))
+        deleted = collection.delete(file_scope([rel]))
         report.stats.deleted += deleted
         report.gone.add(rel)
         log.info("%s: removed %s (%d chunks): file is gone", collection.name, rel, deleted)

@@ -10,7 +10,7 @@ from rag_api.ops.findings import Repair
 from rag_api.ops.inspection import RepairPlan
 from rag_api.payload import extract_text
 from rag_api.store import PointData, Selector
-from rag_api.sync import SyncReport, file_chunks, index_files
+from rag_api.sync import SyncReport, file_scope, index_files
 
 log = logging.getLogger("rag_api.ops.repair")
 
@@ -33,7 +33,7 @@ def apply_repairs(
         deleted = collection.delete(Selector(ids=tuple(sorted(plan.duplicates))))
         done.append(Repair(name, "deleted duplicates", f"{deleted} points"))
     for rel in sorted(plan.orphans):
-        deleted = collection.delete(file_chunks([rel]))
+        deleted = collection.delete(file_scope([rel]))
         done.append(Repair(name, "deleted orphans", f"{rel}: {deleted} chunks"))
     if plan.reindex and collection.kb_path is not None:
         report = SyncReport(name)
