@@ -17,6 +17,7 @@ from rag_api.generation import (
     extractive_answer,
     pieces,
 )
+from rag_api.metrics import LLM_CALLS, LLM_FAILURES, LLM_FALLBACKS, NO_EVIDENCE
 from rag_api.passage import Passage
 from rag_api.prompts import pack, system_prompt
 
@@ -81,6 +82,7 @@ def answer(
     cfg = collection.cfg
     language = pack(cfg.language)
     if not passages:
+        NO_EVIDENCE.labels(collection.name).inc()
         return AnswerStream([], "none", None, _pieces=iter([language.no_evidence]))
     context = select_context(passages, cfg.retrieval.context_chars)
     generator = generators.get(cfg.llm)
@@ -93,6 +95,7 @@ def answer(
         {"role": "user", "content": question},
     ]
     generation = Generation(generator.name, generator.model)
+    LLM_CALLS.labels(generator.name).inc()
     upstream = generators.stream(
         cfg.llm,
         messages,
@@ -103,6 +106,8 @@ def answer(
     try:
         first = next(upstream, "")
     except LLMUnavailable as exc:
+        LLM_FAILURES.labels(generator.name).inc()
+        LLM_FALLBACKS.labels(collection.name).inc()
         log.warning("%s: %s; answering extractively", collection.name, exc.message)
         text = extractive_answer(question, context, cfg.language, collection.sparse, fallback=True)
         warning = f"{exc.message}; answered extractively from the retrieved passages"
@@ -125,6 +130,7 @@ def _filtered(
         if rest:
             yield rest
     except LLMUnavailable as exc:
+        LLM_FAILURES.labels(generation.name).inc()
         log.warning("answer interrupted: %s", exc.message)
         generation.finish_reason = "error"
         result.warning = f"{exc.message}; the answer is incomplete"

@@ -12,13 +12,18 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rag_api.errors import RagError
 from rag_api.openai_compat.errors import is_openai_path, openai_error_response
+from rag_api.request_context import request_id
 
 log = logging.getLogger("rag_api.http")
 _HTTP_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE"}
 
 
 def error_body(code: str, message: str, **extra: Any) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, **extra}}
+    """The one error shape; inside a request it names the request's id (for its log lines)."""
+    rid = request_id()
+    return {
+        "error": {"code": code, "message": message, **extra, **({"request_id": rid} if rid else {})}
+    }
 
 
 def error_response(

@@ -17,6 +17,7 @@ from rag_api.kbadmin.writes import drop_temporary
 from rag_api.limits import BodyLimit
 from rag_api.ops.listening import announce, withdraw
 from rag_api.readiness import disk_problem
+from rag_api.request_log import RequestLog
 from rag_api.routes import admin, collections, health, indexer, openai, ops, query
 from rag_api.settings import Settings
 
@@ -72,6 +73,7 @@ def create_app(
     install_error_handlers(app)
     app.add_middleware(JsonBodies)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestLog)  # outermost: its id and timing cover every other layer
     for router in (
         health.router,
         collections.router,

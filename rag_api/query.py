@@ -12,6 +12,7 @@ from rag_api.answer import answer
 from rag_api.config import Mode, check_metadata_keys
 from rag_api.hub import Hub
 from rag_api.metadata import MAX_KEYS, value_problem
+from rag_api.metrics import observe_stages
 from rag_api.retrieval import SearchRequest, search
 
 MetadataValue = str | int | float | bool
@@ -102,6 +103,7 @@ def run_query(hub: Hub, collection: str, body: QueryBody) -> dict[str, Any]:
         result = answer(hub.generators, kb, body.query, outcome.passages)
         response["answer"] = result.text()
         timings["generate"] = round((time.perf_counter() - generation_started) * 1000, 3)
+        observe_stages(kb.name, {"generate": timings["generate"]})
         passages = result.passages
         response |= {
             "generator": result.generator,

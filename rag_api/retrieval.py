@@ -24,6 +24,7 @@ from typing import Any
 from rag_api.collection import Collection
 from rag_api.config import Mode
 from rag_api.diversity import candidate_pool, diversify
+from rag_api.metrics import observe_stages
 from rag_api.passage import Passage
 from rag_api.rerank import active_reranker, rerank
 from rag_api.store import SearchSpec, Selector, search_plan, search_sides
@@ -108,6 +109,7 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
     if relative > 0 and passages:
         best = max(_primary(p, mode) for p in passages)
         passages = [p for p in passages if _primary(p, mode) >= relative * best]
+    observe_stages(collection.name, timings)
     return SearchOutcome(passages[:top_k], mode, timings)
 
 

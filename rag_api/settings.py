@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -37,6 +38,8 @@ class Settings(BaseSettings):
     # the embedded store refuses writes that would leave less free disk than this (507)
     min_free_mb: int = Field(default=256, ge=0)
     log_level: str = "info"
+    log_format: Literal["text", "json"] = "text"  # json: one object a line (journald, Loki)
+    metrics_public: bool = False  # /metrics without the reader key (a scraper on a private net)
     # CPU threads of in-process sentence-transformers models: for batches (indexing; unset =
     # torch's default, one per core) and for one query (see SentenceTransformerEmbedder)
     torch_threads: int | None = Field(default=None, ge=1)

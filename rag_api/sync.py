@@ -181,7 +181,18 @@ def remove_files(collection: Collection, rels: Iterable[str], report: SyncReport
         deleted = collection.delete(file_scope([rel]))
         report.stats.deleted += deleted
         report.gone.add(rel)
-        log.info("%s: removed %s (%d chunks): file is gone", collection.name, rel, deleted)
+        log.info(
+            "%s: removed %s (%d chunks): file is gone",
+            collection.name,
+            rel,
+            deleted,
+            extra={
+                "event": "removed",
+                "collection": collection.name,
+                "file": rel,
+                "chunks": deleted,
+            },
+        )
 
 
 def index_files(
@@ -242,6 +253,12 @@ def _flush(
             stats.embedded,
             stats.reused,
             stats.deleted,
+            extra={
+                "event": "indexed",
+                "collection": collection.name,
+                "file": rel,
+                "chunks": stats.written,
+            },
         )
         if progress:
             progress(1)

@@ -333,8 +333,13 @@ def test_sdk_raises_bad_request_and_other_routes_keep_the_hub_shape(server, clie
     assert invalid_json.status_code == 400 and invalid_json.json()["error"]["param"] == "body"
     wrong_method = httpx.get(server.url + "/v1/chat/completions").json()["error"]
     assert wrong_method["type"] == "invalid_request_error"
-    assert httpx.post(server.url + "/query/docs", json={}).json() == {
-        "error": {"code": "INVALID_REQUEST", "message": "query: Field required"}
+    hub_shape = httpx.post(server.url + "/query/docs", json={}, headers={"X-Request-ID": "q-1"})
+    assert hub_shape.json() == {
+        "error": {
+            "code": "INVALID_REQUEST",
+            "message": "query: Field required",
+            "request_id": "q-1",
+        }
     }
 
 
