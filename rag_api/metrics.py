@@ -83,7 +83,24 @@ class HubCollector(Collector):
 
     def collect(self) -> Iterator[Any]:
         yield from self._store()
+        yield from self._circuits()
         yield from self._indexer()
+
+    def _circuits(self) -> Iterator[Any]:
+        circuit = GaugeMetricFamily(
+            "rag_llm_circuit_state",
+            "1 for the state (closed, open, half-open) of the circuit breaker of each collection's "
+            "LLM server; while open, answers are extractive at once.",
+            labels=["collection", "state"],
+        )
+        hub = self.app.state.hub
+        for name, collection in hub.collections.items() if hub is not None else ():
+            breaker = hub.generators.breaker(collection.cfg.llm)
+            if breaker is not None:
+                now = breaker.state
+                for state in ("closed", "open", "half-open"):
+                    circuit.add_metric([name, state], int(state == now))
+        yield circuit
 
     def _store(self) -> Iterator[Any]:
         points = GaugeMetricFamily(

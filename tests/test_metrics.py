@@ -91,6 +91,8 @@ def test_llm_failures_and_extractive_fallbacks(tmp_path: Path, make_settings, se
     assert moved("rag_llm_calls_total", provider="ollama") == 1
     assert moved("rag_llm_failures_total", provider="ollama") == 1
     assert moved("rag_llm_fallbacks_total", collection="notes") == 1
+    assert value(after, "rag_llm_circuit_state", collection="notes", state="closed") == 1
+    assert value(after, "rag_llm_circuit_state", collection="notes", state="open") == 0
 
 
 def test_metrics_need_the_reader_key_unless_public_and_hold_no_secret(
