@@ -42,25 +42,31 @@ class RequestLog:
         try:
             await self.app(scope, receive, send_with_id)
         finally:
-            elapsed = time.perf_counter() - started
-            route = getattr(scope.get("route"), "path", UNMATCHED)
-            HTTP_REQUESTS.labels(route, scope["method"], f"{status // 100}xx").inc()
-            HTTP_LATENCY.labels(route, context.collection).observe(elapsed)
-            log.info(
-                "%s %s %d %.1f ms%s",
-                scope["method"],
-                scope["path"],
-                status,
-                elapsed * 1000,
-                f" collection={context.collection}" if context.collection else "",
-                extra={
-                    "method": scope["method"],
-                    "route": route,
-                    "path": scope["path"],
-                    "status": status,
-                    "latency_ms": round(elapsed * 1000, 3),
-                    "collection": context.collection or None,
-                    "request_id": context.request_id,
-                },
-            )
             current.reset(token)
+            _record(scope, status, time.perf_counter() - started, context)
+
+
+def _record(scope: Scope, status: int, elapsed: float, context: RequestContext) -> None:
+    """Count the finished request and log its line."""
+    route = getattr(scope.get("route"), "path", UNMATCHED)
+    HTTP_REQUESTS.labels(route, scope["method"], f"{status // 100}xx").inc()
+    HTTP_LATENCY.labels(route, context.collection).observe(elapsed)
+    if not log.isEnabledFor(logging.INFO):
+        return  # the line is most of this layer's cost
+    log.info(
+        "%s %s %d %.1f ms%s",
+        scope["method"],
+        scope["path"],
+        status,
+        elapsed * 1000,
+        f" collection={context.collection}" if context.collection else "",
+        extra={
+            "method": scope["method"],
+            "route": route,
+            "path": scope["path"],
+            "status": status,
+            "latency_ms": round(elapsed * 1000, 3),
+            "collection": context.collection or None,
+            "request_id": context.request_id,
+        },
+    )
