@@ -6,7 +6,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import numpy as np
 import pytest
+import qdrant_edge as qe
 
 from rag_api.hub import Hub
 from rag_api.payload import point_id
@@ -145,3 +147,46 @@ def test_a_one_sided_search_ranks_by_that_side(hub: Hub, side: str) -> None:
     assert [h.payload["source"] for h in hits] == expected
     assert [getattr(h, f"{side}_rank") for h in hits] == [1, 2, 3, 4, 5]
     assert [getattr(h, f"{side}_score") for h in hits] == [h.score for h in hits]
+
+
+@pytest.mark.parametrize("method", ["rrf", "dbsf"])
+def test_the_hub_fusion_equals_the_engines_own(
+    method: str, make_settings: Callable[..., Settings], open_hub, tmp_path
+) -> None:
+    # the embedded store fuses the two sides' candidates in Python: same ids and scores as the
+    # engine's fused query over the same candidates (limit 100 >= both sides: no cut-off ties)
+    config = write_config(tmp_path / "collections.yaml", {"kb": hash_collection()})
+    hub = open_hub(make_settings(config, "edge"))
+    rng = np.random.default_rng(7)
+    info = hub.store.ensure("random", dim=8)
+    points = [
+        PointData(
+            point_id("random", f"d{n}", 0),
+            rng.normal(size=8).tolist(),
+            {"source": f"d{n}", "chunk_index": 0, "text": "x"},
+            SparseVec(sorted(rng.choice(40, 4, replace=False).tolist()), rng.random(4).tolist()),
+        )
+        for n in range(300)
+    ]
+    hub.store.upsert(info.physical, points)
+    info = hub.store.info("random")
+    dense, sparse = rng.normal(size=8).tolist(), SparseVec([1, 5, 9, 30], [1.0, 0.5, 0.7, 0.2])
+    spec = SearchSpec(limit=100, dense=dense, sparse=sparse, fusion=method, rrf_k=60)
+    hits = hub.store.search(info.physical, spec, info)
+    fused = qe.QueryRequest(
+        limit=100,
+        prefetches=[
+            qe.Prefetch(limit=50, query=qe.Query.Nearest(dense, using=info.dense_name)),
+            qe.Prefetch(
+                limit=50,
+                query=qe.Query.Nearest(
+                    qe.SparseVector(sparse.indices, sparse.values), using=info.sparse_name
+                ),
+            ),
+        ],
+        query=qe.Fusion.Dbsf() if method == "dbsf" else qe.Fusion.Rrf(k=61),
+    )
+    engine = {str(p.id): p.score for p in hub.store._shard(info.physical).query(fused)}
+    assert len(hits) == len(engine) > 50
+    assert {h.id: h.score for h in hits} == pytest.approx(engine, rel=1e-5)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)

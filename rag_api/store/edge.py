@@ -22,12 +22,12 @@ from rag_api.store.aliases import AliasFile
 from rag_api.store.base import (
     PAYLOAD_INDEXES,
     Store,
+    dense_of,
     filter_clauses,
     hit_from,
     hnsw_ef,
     id_scores,
     record_from,
-    rrf_engine_k,
 )
 from rag_api.store.diskspace import (
     INDEX_BYTES,
@@ -38,6 +38,7 @@ from rag_api.store.diskspace import (
     allocated_bytes,
     points_bytes,
 )
+from rag_api.store.fusion import fuse
 from rag_api.store.salvage import engine_failure, rebuild_shard, unreadable
 from rag_api.store.types import (
     DENSE,
@@ -228,27 +229,30 @@ class EdgeStore(Store):
         self, physical: str, spec: SearchSpec, info: CollectionInfo
     ) -> tuple[list[Hit], list[tuple[str, float]], list[tuple[str, float]]]:
         assert spec.dense is not None and spec.sparse is not None
-        flt = _filter(spec.selector)
+        flt, side = _filter(spec.selector), spec.candidates
         dense_q, sparse_q = _dense_query(spec.dense, info), _sparse_query(spec.sparse, info)
-        side = spec.candidates
-        fused = qe.QueryRequest(
-            limit=spec.limit,
-            prefetches=[
-                qe.Prefetch(limit=side, query=dense_q, filter=flt, params=_params(info, side)),
-                qe.Prefetch(limit=side, query=sparse_q, filter=flt),
-            ],
-            query=_fusion(spec),
-            filter=flt,
-            with_payload=True,
-            with_vector=[info.dense_name],
+        # the two sides only, without payloads; fused here (rag_api.store.fusion)
+        batch = qe.QueryBatchRequest(
+            [
+                qe.QueryRequest(limit=side, query=dense_q, filter=flt, params=_params(info, side)),
+                qe.QueryRequest(limit=side, query=sparse_q, filter=flt),
+            ]
         )
-        dense = qe.QueryRequest(
-            limit=side, query=dense_q, filter=flt, params=_params(info, side), with_payload=False
-        )
-        sparse = qe.QueryRequest(limit=side, query=sparse_q, filter=flt, with_payload=False)
-        batch = qe.QueryBatchRequest([fused, dense, sparse])
-        fused_pts, dense_pts, sparse_pts = _call(self._shard(physical).query_batch, batch)
-        return [hit_from(p, True) for p in fused_pts], id_scores(dense_pts), id_scores(sparse_pts)
+        dense_pts, sparse_pts = _call(self._shard(physical).query_batch, batch)
+        dense, sparse = id_scores(dense_pts), id_scores(sparse_pts)
+        top = fuse(dense, sparse, spec.fusion, spec.rrf_k)[: spec.limit]
+        # stored vectors: for MMR, and for the cosine of a hit outside the dense candidates
+        in_dense = {pid for pid, _ in dense}
+        vectors = spec.with_dense or any(pid not in in_dense for pid, _ in top)
+        with_vector = [info.dense_name] if vectors else False
+        records = _call(self._shard(physical).retrieve, [pid for pid, _ in top], True, with_vector)
+        found = {str(r.id): r for r in records}
+        hits = [  # a point deleted since the query is gone
+            Hit(pid, score, found[pid].payload or {}, dense=dense_of(found[pid].vector))
+            for pid, score in top
+            if pid in found
+        ]
+        return hits, dense, sparse
 
     def optimize(self, physical: str) -> None:
         # an optimization may rewrite the shard's data into a new segment beside the old one
@@ -399,12 +403,6 @@ def _params(info: CollectionInfo, limit: int) -> qe.SearchParams:
     if info.points < EXACT_BELOW:
         return qe.SearchParams(exact=True)
     return qe.SearchParams(hnsw_ef=hnsw_ef(limit))
-
-
-def _fusion(spec: SearchSpec) -> Any:
-    if spec.fusion == "dbsf":
-        return qe.Fusion.Dbsf()
-    return qe.Fusion.Rrf(k=rrf_engine_k(spec.rrf_k))
 
 
 def _str_id(pid: Any) -> str | None:
