@@ -293,10 +293,6 @@ class ThinkFilter:
         return rest
 
 
-def strip_think(text: str) -> str:
-    return re.sub(r"<think>.*?(</think>|$)", "", text, flags=re.S).strip()
-
-
 def _partial_suffix(text: str, tag: str) -> int:
     for size in range(min(len(tag) - 1, len(text)), 0, -1):
         if text.endswith(tag[:size]):
