@@ -1,5 +1,7 @@
 """The folder indexer: keeps each collection in sync with its kb folder (`rag-hub watch`,
-`rag-hub serve --watch`). Depends on rag_api, never the reverse.
+`rag-hub serve --watch`). Depends on rag_api; rag_api imports it only inside the two places that
+start a watcher (rag_api.app's lifespan with watch=True, the `rag-hub watch` command), so nothing
+else loads it.
 
 Settings (environment, like every per-machine setting): RAG_WATCH_DEBOUNCE_S (default 1: a file is
 indexed once no event touched it for this long and its size and mtime held still),

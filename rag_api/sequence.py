@@ -6,8 +6,9 @@ unchanged position, an admin edit), and a new chunk takes the next one. The admi
 survives restarts because it lives in the payload.
 
 Numbers come from a per-process counter that starts after the largest stored `seq` (read once,
-on first use). They are unique while one process writes a collection — the rule the embedded
-store enforces by its folder lock, and DESIGN's "one writer per collection" on a server.
+on first use). They are unique while one process writes a collection: the embedded store enforces
+it by its folder lock; on a Qdrant server nothing does, so a collection's writes (the indexer,
+the admin API) must come from one process.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """The voice pipeline's knowledge-base admin API (/v1/rag/*): the logic behind routes/admin.py.
 
-The contract is §13 of the pipeline's RAG guide (paths, fields, error codes); on top, every
-endpoint routes to a collection (`collection` in the body or the query; default_collection when
-omitted). Design decisions where the guide's in-memory index and Qdrant differ:
+The contract (paths, fields, error codes) is the voice pipeline's: §13 of its RAG guide, a
+document kept with the pipeline, not in this repo; README's "Voice-pipeline admin API" lists the
+endpoints and routes/admin.py and kbadmin/schemas.py hold the fields. On top, every endpoint routes
+to a collection (`collection` in the body or the query; default_collection when omitted). Design
+decisions where the guide's in-memory index and Qdrant differ:
 
 - `index` is the chunk's `seq` (rag_api.sequence): a collection-wide number stored in the
   payload, assigned when the chunk is first written and kept while it lives (an in-place

@@ -1,4 +1,4 @@
-"""Request bodies of /v1/rag/*: the field names the voice pipeline sends (§13 of its guide)."""
+"""Request bodies of /v1/rag/*: the field names the voice pipeline sends (its contract: kbadmin)."""
 
 from __future__ import annotations
 
