@@ -17,7 +17,7 @@ from rag_api.collection import Collection
 from rag_api.errors import InvalidRequest
 from rag_api.hub import Hub
 from rag_api.kbadmin import reads, schemas, writes
-from rag_api.routes.deps import get_hub
+from rag_api.routes.deps import HubDep
 from rag_api.routes.indexer import indexer_status
 
 router = APIRouter(prefix="/v1/rag", tags=["rag admin"])
@@ -37,9 +37,7 @@ def routed(hub: Hub, in_body: str | None, in_query: str | None) -> Collection:
 
 
 @router.get("/status", dependencies=READ)
-def status(
-    request: Request, collection: CollectionParam = None, hub: Hub = Depends(get_hub)
-) -> Result:
+def status(request: Request, hub: HubDep, collection: CollectionParam = None) -> Result:
     """The collection's state, and the folder watcher's for it when this process watches."""
     kb = routed(hub, None, collection)
     watcher = indexer_status(request)
@@ -48,12 +46,12 @@ def status(
 
 
 @router.get("/sources", dependencies=READ)
-def sources(collection: CollectionParam = None, hub: Hub = Depends(get_hub)) -> Result:
+def sources(hub: HubDep, collection: CollectionParam = None) -> Result:
     return reads.sources(routed(hub, None, collection))
 
 
 @router.get("/chunks", dependencies=READ)
-def chunks(params: Annotated[schemas.ChunkFilters, Query()], hub: Hub = Depends(get_hub)) -> Result:
+def chunks(params: Annotated[schemas.ChunkFilters, Query()], hub: HubDep) -> Result:
     return reads.list_chunks(routed(hub, params.collection, None), params)
 
 
@@ -65,7 +63,7 @@ def _post(
 ) -> None:
     """POST `path`: validate the body, route to its collection, run `action`."""
 
-    def endpoint(body, collection: CollectionParam = None, hub: Hub = Depends(get_hub)) -> Result:
+    def endpoint(body, hub: HubDep, collection: CollectionParam = None) -> Result:
         return action(routed(hub, body.collection, collection), body)
 
     endpoint.__annotations__["body"] = body_type
@@ -85,9 +83,9 @@ _post("/remove", schemas.Remove, writes.remove, WRITE)
 
 @router.post("/reload", dependencies=WRITE)
 def reload(
+    hub: HubDep,
     body: schemas.Reload | None = None,
     collection: CollectionParam = None,
-    hub: Hub = Depends(get_hub),
 ) -> Result:
     """The body is optional here: a bare POST reconciles the default collection."""
     body = body or schemas.Reload()

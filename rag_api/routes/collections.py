@@ -7,7 +7,7 @@ from fastapi import APIRouter, Depends
 from rag_api.auth import require_reader
 from rag_api.errors import StoreUnavailable
 from rag_api.hub import Hub
-from rag_api.routes.deps import get_hub
+from rag_api.routes.deps import HubDep
 
 router = APIRouter(tags=["collections"], dependencies=[Depends(require_reader)])
 
@@ -40,7 +40,7 @@ def describe(hub: Hub, name: str) -> dict:
 
 
 @router.get("/collections")
-def list_collections(hub: Hub = Depends(get_hub)) -> dict:
+def list_collections(hub: HubDep) -> dict:
     return {
         "default_collection": hub.config.default_collection,
         "collections": [describe(hub, name) for name in hub.collections],

@@ -10,31 +10,30 @@ from fastapi.responses import JSONResponse, Response
 
 from rag_api.auth import require_reader
 from rag_api.generation_pool import GenerationPool
-from rag_api.hub import Hub
 from rag_api.openai_compat import chat, responses
 from rag_api.openai_compat.conversation import from_chat, from_responses
 from rag_api.openai_compat.reply import start_reply
 from rag_api.openai_compat.routing import find_model, model_card, models
 from rag_api.openai_compat.schemas import ChatRequest, ResponsesRequest
 from rag_api.openai_compat.sse import EventStream
-from rag_api.routes.deps import get_generation, get_hub
+from rag_api.routes.deps import HubDep, get_generation
 
 router = APIRouter(tags=["openai"], dependencies=[Depends(require_reader)])
 
 
-def list_models(hub: Hub = Depends(get_hub)) -> dict[str, Any]:
+def list_models(hub: HubDep) -> dict[str, Any]:
     """The enabled collections, one model each."""
     return {"object": "list", "data": [model_card(hub, name) for name in models(hub)]}
 
 
-def retrieve_model(model: str, hub: Hub = Depends(get_hub)) -> dict[str, Any]:
+def retrieve_model(model: str, hub: HubDep) -> dict[str, Any]:
     """One collection as a model (no default fallback: this is a lookup)."""
     return model_card(hub, find_model(hub, model))
 
 
 async def chat_completions(
     body: ChatRequest,
-    hub: Hub = Depends(get_hub),
+    hub: HubDep,
     generation: GenerationPool = Depends(get_generation),
 ) -> Response:
     """Answer the conversation's last user message from the model's collection."""
@@ -50,7 +49,7 @@ async def chat_completions(
 
 async def create_response(
     body: ResponsesRequest,
-    hub: Hub = Depends(get_hub),
+    hub: HubDep,
     generation: GenerationPool = Depends(get_generation),
 ) -> Response:
     """The Responses API over the same pipeline."""

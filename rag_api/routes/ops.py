@@ -21,10 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rag_api.auth import check_admin, require_admin, require_reader
 from rag_api.errors import RagError
-from rag_api.hub import Hub
 from rag_api.ops.check import DEFAULT_SAMPLE, run_check
 from rag_api.ops.migrate import MigrateBody, drop_old, exclusive, run_migration
-from rag_api.routes.deps import get_hub
+from rag_api.routes.deps import HubDep
 
 router = APIRouter(prefix="/v1/ops", tags=["ops"])
 ADMIN = [Depends(require_admin)]
@@ -45,7 +44,7 @@ class CollectionBody(BaseModel):
 
 
 @router.post("/check", dependencies=[Depends(require_reader)])
-def check(request: Request, body: CheckBody, hub: Hub = Depends(get_hub)) -> dict[str, Any]:
+def check(request: Request, body: CheckBody, hub: HubDep) -> dict[str, Any]:
     """The check's JSON document (status 200 whatever it found: see its exit_code); reading
     needs the reader key, repairing the admin key."""
     if body.repair:
@@ -54,13 +53,13 @@ def check(request: Request, body: CheckBody, hub: Hub = Depends(get_hub)) -> dic
 
 
 @router.post("/migrate/plan", dependencies=ADMIN)
-def migrate_plan(body: MigrateBody, hub: Hub = Depends(get_hub)) -> dict[str, Any]:
+def migrate_plan(body: MigrateBody, hub: HubDep) -> dict[str, Any]:
     """What the migration would do; changes nothing."""
     return body.plan(hub).as_dict()
 
 
 @router.post("/migrate", dependencies=ADMIN)
-def migrate(body: MigrateBody, hub: Hub = Depends(get_hub)) -> StreamingResponse:
+def migrate(body: MigrateBody, hub: HubDep) -> StreamingResponse:
     """Run a migration, streaming NDJSON events: plan, progress..., then done or error.
 
     A client that hangs up before the alias swap cancels it (re-running resumes); after the
@@ -104,7 +103,7 @@ def migrate(body: MigrateBody, hub: Hub = Depends(get_hub)) -> StreamingResponse
 
 
 @router.post("/drop-old", dependencies=ADMIN)
-def drop_old_collections(body: CollectionBody, hub: Hub = Depends(get_hub)) -> dict[str, Any]:
+def drop_old_collections(body: CollectionBody, hub: HubDep) -> dict[str, Any]:
     """Delete the collections a migration left behind (the live one stays)."""
     return {"collection": body.collection, "dropped": drop_old(hub, body.collection)}
 

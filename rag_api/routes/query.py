@@ -9,9 +9,8 @@ from starlette.concurrency import run_in_threadpool
 
 from rag_api.auth import require_reader
 from rag_api.generation_pool import GenerationPool
-from rag_api.hub import Hub
 from rag_api.query import QueryBody, run_query
-from rag_api.routes.deps import get_generation, get_hub
+from rag_api.routes.deps import HubDep, get_generation
 
 router = APIRouter(tags=["query"], dependencies=[Depends(require_reader)])
 
@@ -20,7 +19,7 @@ router = APIRouter(tags=["query"], dependencies=[Depends(require_reader)])
 async def query(
     collection: str,
     body: QueryBody,
-    hub: Hub = Depends(get_hub),
+    hub: HubDep,
     generation: GenerationPool = Depends(get_generation),
 ) -> dict[str, Any]:
     """Answer a question from one collection, with the passages it is grounded in."""
