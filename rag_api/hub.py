@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from rag_api.collection import Collection
 from rag_api.config import HubConfig, load_config
 from rag_api.embedding import EmbeddingRouter
-from rag_api.errors import CollectionDisabled, RagError
+from rag_api.errors import CollectionDisabled, RagError, StoreUnavailable
 from rag_api.generation import GeneratorRouter
 from rag_api.open_marker import OpenMarker
 from rag_api.request_context import note_collection
@@ -78,6 +79,31 @@ class Hub:
         if enabled_only and not collection.cfg.enabled:
             raise CollectionDisabled(name)
         return collection
+
+    def describe(self, name: str) -> dict[str, Any]:
+        """A collection's configuration and its live state in the store (GET /collections, the CLI)."""
+        collection = self.collections[name]
+        cfg = collection.cfg
+        try:
+            info, error = collection.info(refresh=True), None
+        except StoreUnavailable as exc:  # one unreadable collection does not hide the others
+            info, error = None, {"code": exc.code, "message": exc.message}
+        llm = cfg.llm
+        return {
+            "name": name,
+            "description": cfg.description,
+            "enabled": cfg.enabled,
+            "language": cfg.language,
+            "kb": str(collection.kb_path) if collection.kb_path else None,
+            "embedder": cfg.embedder.id,
+            "dim": cfg.embedder.dim,
+            "mode": cfg.retrieval.mode,
+            "llm": llm.provider if llm.provider == "extractive" else f"{llm.provider}:{llm.model}",
+            "physical": info.physical if info else None,
+            "points": info.points if info else 0,
+            "hybrid": bool(info and info.has_sparse),
+            **({"error": error} if error else {}),
+        }
 
     def load_models(self) -> dict[str, RagError]:
         """Load every enabled collection's embedder (and reranker), check its real dimension,

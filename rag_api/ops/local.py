@@ -9,7 +9,6 @@ from rag_api.ops.check import run_check
 from rag_api.ops.migrate import MigrateBody, drop_old, run_migration
 from rag_api.ops.progress import Bars
 from rag_api.query import QueryBody, run_query
-from rag_api.routes.collections import describe
 
 
 class LocalOps:
@@ -35,7 +34,7 @@ class LocalOps:
         return {"collection": collection, "dropped": drop_old(self.hub, collection)}
 
     def collections(self) -> list[dict[str, Any]]:
-        return [describe(self.hub, name) for name in self.hub.collections]
+        return [self.hub.describe(name) for name in self.hub.collections]
 
     def query(self, collection: str, body: QueryBody) -> dict[str, Any]:
         return run_query(self.hub, collection, body)
