@@ -9,8 +9,13 @@ import subprocess
 import sys
 import threading
 
+import anyio
 import httpx
+import pytest
 
+from rag_api.errors import MigrationInProgress
+from rag_api.ops.migrate import MigrateBody
+from rag_api.routes import ops
 from tests.conftest import (
     REPO,
     assert_error_shape,
@@ -189,3 +194,27 @@ def _migrate(server, body) -> list[dict] | None:
     if response.status_code == 409:
         return None
     return [json.loads(line) for line in response.text.splitlines()]
+
+
+def test_a_second_migration_is_refused_before_its_stream_starts(
+    tmp_path, make_settings, open_hub
+) -> None:
+    """The route holds the collection from its check to the migration's end: a second request is
+    a 409 up front, never a 200 whose stream then fails (the check used to be let go at once)."""
+    kb = tmp_path / "kb"
+    config = write_config(tmp_path / "collections.yaml", {"docs": hash_collection(kb)})
+    hub = open_hub(make_settings(config, "memory"))
+    fill(hub.collection("docs"), kb)
+    bigger = {"provider": "hash", "model": "hash-big", "dim": 128}
+    body = MigrateBody(collection="docs", embedder=bigger)
+    first = ops.migrate(body, hub)  # the response, not yet sent: its migration holds the claim
+    with pytest.raises(MigrationInProgress):
+        ops.migrate(body, hub)
+    events = anyio.run(_events, first)
+    assert [e["event"] for e in events[:1] + events[-1:]] == ["plan", "done"]
+    again = anyio.run(_events, ops.migrate(body, hub))  # the claim ended with the migration
+    assert "already holds" in again[-1]["result"]["notes"][0]
+
+
+async def _events(response) -> list[dict]:
+    return [json.loads(line) async for line in response.body_iterator]

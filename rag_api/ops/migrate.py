@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -182,11 +182,13 @@ def run_migration(
     plan: MigrationPlan,
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
+    claim: ExitStack | None = None,
 ) -> MigrationResult:
-    """Carry out a plan; the alias and the embedder switch only after the copy is verified."""
+    """Carry out a plan; the alias and the embedder switch only after the copy is verified.
+    `claim` holds the caller's exclusive() of the collection: released when this returns."""
     started = time.monotonic()
     name, new = plan.collection, plan.embedder
-    with exclusive(hub, name):
+    with claim or exclusive(hub, name):
         collection = hub.collection(name, enabled_only=False)
         result = MigrationResult(name, plan.live, None, plan.new_embedder)
         if plan.noop is not None or plan.target is None:

@@ -11,6 +11,7 @@ import json
 import queue
 import threading
 from collections.abc import AsyncIterator
+from contextlib import ExitStack
 from functools import partial
 from typing import Annotated, Any
 
@@ -18,6 +19,7 @@ import anyio
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.types import Receive, Scope, Send
 
 from rag_api.auth import check_admin, require_admin, require_reader
 from rag_api.errors import RagError
@@ -66,15 +68,16 @@ def migrate(body: MigrateBody, hub: HubDep) -> StreamingResponse:
     swap the migration completes.
     """
     plan = body.plan(hub)
-    with exclusive(hub, body.collection):  # refuse a second migration before streaming
-        pass
+    claim = ExitStack()  # held from here to the migration's end: a second one is refused (409)
+    claim.enter_context(exclusive(hub, body.collection))
     events: queue.Queue[dict[str, Any] | None] = queue.Queue()
+    events.put({"event": "plan", "plan": plan.as_dict()})
     cancel = threading.Event()
 
     def work() -> None:
         try:
             progress = partial(_progress, events)
-            result = run_migration(hub, plan, progress, cancel)
+            result = run_migration(hub, plan, progress, cancel, claim)
             events.put({"event": "done", "result": result.as_dict()})
         except RagError as exc:
             events.put({"event": "error", "error": {"code": exc.code, "message": exc.message}})
@@ -82,24 +85,38 @@ def migrate(body: MigrateBody, hub: HubDep) -> StreamingResponse:
             message = f"internal error: {type(exc).__name__}: {exc}"
             events.put({"event": "error", "error": {"code": "INTERNAL_ERROR", "message": message}})
         finally:
+            claim.close()  # already released when run_migration started; here in case it did not
             events.put(None)
 
     async def stream() -> AsyncIterator[bytes]:
-        try:
-            yield _line({"event": "plan", "plan": plan.as_dict()})
-            threading.Thread(target=work, name=f"migrate-{plan.collection}", daemon=True).start()
-            while True:
-                try:
-                    event = await anyio.to_thread.run_sync(partial(events.get, timeout=0.5))
-                except queue.Empty:
-                    continue
-                if event is None:
-                    return
-                yield _line(event)
-        finally:
-            cancel.set()  # a no-op once the migration has finished
+        while True:
+            try:
+                event = await anyio.to_thread.run_sync(partial(events.get, timeout=0.5))
+            except queue.Empty:
+                continue
+            if event is None:
+                return
+            yield _line(event)
 
-    return StreamingResponse(stream(), media_type="application/x-ndjson")
+    threading.Thread(target=work, name=f"migrate-{plan.collection}", daemon=True).start()
+    return Events(stream(), cancel)
+
+
+class Events(StreamingResponse):
+    """The NDJSON event stream; sets `cancel` however it ends (a client gone before the first
+    line included), a no-op once the migration has finished."""
+
+    media_type = "application/x-ndjson"
+
+    def __init__(self, content: AsyncIterator[bytes], cancel: threading.Event) -> None:
+        super().__init__(content)
+        self.cancel = cancel
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.cancel.set()
 
 
 @router.post("/drop-old", dependencies=ADMIN)
