@@ -9,9 +9,10 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute, Match
+from starlette.types import Scope
 
 from rag_api.errors import RagError
-from rag_api.openai_compat.errors import is_openai_path, openai_error_response
 from rag_api.request_context import request_id
 
 log = logging.getLogger("rag_api.http")
@@ -33,18 +34,30 @@ def error_response(
 
 
 def render_error(
-    path: str,
+    scope: Scope,
     status: int,
     code: str,
     message: str,
     param: str | None = None,
     headers: dict[str, str] | None = None,
 ) -> JSONResponse:
-    """An error for a request to `path`: the one shape, or OpenAI's on the OpenAI routes (so SDKs
-    raise their usual exceptions)."""
-    if is_openai_path(path):
-        return openai_error_response(status, code, message, param, headers)
+    """An error for the request of `scope`: the one shape, or the shape its route renders (OpenAI's
+    on the OpenAI routes, so SDKs raise their usual exceptions)."""
+    render = getattr(route_of(scope), "render_error", None)
+    if render is not None:
+        return render(status, code, message, param, headers)
     return error_response(status, code, message, headers)
+
+
+def route_of(scope: Scope) -> BaseRoute | None:
+    """The route the router recorded in the scope; for a request refused before routing (the body
+    checks) or a crash seen by the outermost handler (which holds the scope from before routing),
+    the route of the app's `state.routes` that matches it."""
+    route = scope.get("route")
+    if route is None:
+        routes = getattr(getattr(scope.get("app"), "state", None), "routes", ())
+        route = next((r for r in routes if r.matches(scope)[0] is not Match.NONE), None)
+    return route
 
 
 def describe_validation(exc: RequestValidationError) -> tuple[str, str | None]:
@@ -73,12 +86,12 @@ def install_error_handlers(app: FastAPI) -> None:
         if exc.status >= 500:
             log.warning("%s %s -> %s: %s", request.method, request.url.path, exc.code, exc.message)
         headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
-        return render_error(request.url.path, exc.status, exc.code, exc.message, exc.param, headers)
+        return render_error(request.scope, exc.status, exc.code, exc.message, exc.param, headers)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         message, field = describe_validation(exc)
-        return render_error(request.url.path, 422, "INVALID_REQUEST", message, field)
+        return render_error(request.scope, 422, "INVALID_REQUEST", message, field)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -86,11 +99,11 @@ def install_error_handlers(app: FastAPI) -> None:
         message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
         if exc.status_code == 404 and message == "Not Found":
             message = f"no route {request.method} {request.url.path}"
-        return render_error(request.url.path, exc.status_code, code, message)
+        return render_error(request.scope, exc.status_code, code, message)
 
     @app.exception_handler(Exception)
     async def _crash(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
         return render_error(
-            request.url.path, 500, "INTERNAL_ERROR", f"internal error: {type(exc).__name__}"
+            request.scope, 500, "INTERNAL_ERROR", f"internal error: {type(exc).__name__}"
         )

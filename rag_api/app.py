@@ -74,7 +74,7 @@ def create_app(
     app.add_middleware(JsonBodies)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestLog)  # outermost: its id and timing cover every other layer
-    for router in (
+    routers = (
         health.router,
         collections.router,
         query.router,
@@ -82,6 +82,9 @@ def create_app(
         ops.router,
         indexer.router,
         admin.router,
-    ):
+    )
+    for router in routers:
         app.include_router(router)
+    # what the error handlers match a request against when it failed before routing
+    app.state.routes = [route for router in routers for route in router.routes]
     return app

@@ -50,7 +50,7 @@ class BodyLimit:
         return f"request body is larger than the {self.max_bytes} byte limit"
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = render_error(scope["path"], 413, "PAYLOAD_TOO_LARGE", self._message())
+        response = render_error(scope, 413, "PAYLOAD_TOO_LARGE", self._message())
         await response(scope, receive, send)
 
 

@@ -13,7 +13,7 @@ from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from rag_api.settings import Settings
-from tests.conftest import hash_collection, write_config
+from tests.conftest import assert_error_shape, hash_collection, write_config
 from tests.openai_support import REFUND, sse_events, start_indexed, write_kb
 
 REFUND_SENTENCE = "You can ask for a full refund within 30 days of your first payment."
@@ -375,10 +375,29 @@ def test_bearer_key_is_required_when_set(tmp_path, make_settings, serve):
         assert client.responses.create(model="docs", input=REFUND).status == "completed"
 
 
-def test_every_openai_route_answers_errors_in_openai_shape():
-    """The error renderer's route table and the router's routes cannot drift apart."""
-    from rag_api.openai_compat.errors import is_openai_path
+def test_every_openai_route_answers_errors_in_openai_shape(tmp_path, make_settings, serve):
+    """The shape comes from the route: each route of the OpenAI router, refused (401) or called
+    with the wrong method (405), answers OpenAI's error; a hub route keeps the hub's shape."""
     from rag_api.routes.openai import router
 
-    paths = [route.path.replace("{model:path}", "docs") for route in router.routes]
-    assert len(paths) == 8 and all(is_openai_path(path) for path in paths), paths
+    config = write_config(tmp_path / "collections.yaml", {"docs": hash_collection()})
+    live = serve(make_settings(config, "memory", api_key="reader-key"))
+    calls = [
+        (method, route.path.replace("{model:path}", "docs"))
+        for route in router.routes
+        for method in route.methods
+    ]
+    assert len(calls) == 8, calls
+    key = {"Authorization": "Bearer reader-key"}
+    with live.client() as client:
+        for method, path in calls:
+            for response, status, code in (
+                (client.request(method, path, json={}), 401, "invalid_api_key"),
+                (client.request("DELETE", path, headers=key), 405, "method_not_allowed"),
+            ):
+                error = response.json()["error"]
+                assert response.status_code == status, (method, path, response.text)
+                assert set(error) == {"message", "type", "param", "code"}, (path, error)
+                assert (error["type"], error["code"]) == ("invalid_request_error", code)
+        assert_error_shape(client.get("/collections"), 401, "UNAUTHORIZED")
+        assert_error_shape(client.delete("/collections", headers=key), 405, "METHOD_NOT_ALLOWED")

@@ -2,7 +2,8 @@
 
 SDKs raise their usual exceptions from it (BadRequestError, AuthenticationError, NotFoundError).
 Codes are the hub's stable codes in lower case, except `invalid_api_key` for a missing or wrong
-key; invalid requests are 400 as on OpenAI (422 on the hub's other routes).
+key; invalid requests are 400 as on OpenAI (422 on the hub's other routes). The OpenAI router's
+routes are `OpenAIRoute`s: the app's error handlers render an error the way its route says.
 """
 
 from __future__ import annotations
@@ -10,16 +11,9 @@ from __future__ import annotations
 import re
 
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 
-ROUTES = ("models", "chat/completions", "responses")
-PATHS = frozenset(f"{prefix}/{route}" for prefix in ("/v1", "") for route in ROUTES)
 _CODES = {"UNAUTHORIZED": "invalid_api_key"}
-
-
-def is_openai_path(path: str) -> bool:
-    """Whether `path` is one of the OpenAI routes (with or without /v1), a model's included."""
-    path = path.rstrip("/")
-    return path in PATHS or path.startswith(("/v1/models/", "/models/"))
 
 
 def openai_error_response(
@@ -39,3 +33,9 @@ def openai_error_response(
         "code": _CODES.get(code, code.lower()),
     }
     return JSONResponse({"error": error}, status_code=status, headers=headers)
+
+
+class OpenAIRoute(APIRoute):
+    """A route whose errors take OpenAI's shape (the route_class of routes/openai.py's router)."""
+
+    render_error = staticmethod(openai_error_response)

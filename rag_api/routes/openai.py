@@ -12,13 +12,14 @@ from rag_api.auth import require_reader
 from rag_api.generation_pool import GenerationPool
 from rag_api.openai_compat import chat, responses
 from rag_api.openai_compat.conversation import from_chat, from_responses
+from rag_api.openai_compat.errors import OpenAIRoute
 from rag_api.openai_compat.reply import start_reply
 from rag_api.openai_compat.routing import find_model, model_card, models
 from rag_api.openai_compat.schemas import ChatRequest, ResponsesRequest
 from rag_api.openai_compat.sse import EventStream
 from rag_api.routes.deps import HubDep, get_generation
 
-router = APIRouter(tags=["openai"], dependencies=[Depends(require_reader)])
+router = APIRouter(tags=["openai"], dependencies=[Depends(require_reader)], route_class=OpenAIRoute)
 
 
 def list_models(hub: HubDep) -> dict[str, Any]:
