@@ -11,12 +11,14 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.params import Depends as Dependency
+from pydantic import BaseModel
 
 from rag_api.auth import require_admin, require_reader
 from rag_api.collection import Collection
 from rag_api.errors import InvalidRequest
 from rag_api.hub import Hub
 from rag_api.kbadmin import reads, schemas, writes
+from rag_api.routes import schemas as answers
 from rag_api.routes.deps import HubDep
 from rag_api.routes.indexer import indexer_status
 
@@ -25,6 +27,7 @@ READ = [Depends(require_reader)]
 WRITE = [Depends(require_admin)]
 Result = dict[str, Any]
 CollectionParam = Annotated[str | None, Query(description="default: default_collection")]
+EXACT = {"response_model_exclude_unset": True}  # the keys the route built, none added
 
 
 def routed(hub: Hub, in_body: str | None, in_query: str | None) -> Collection:
@@ -36,7 +39,7 @@ def routed(hub: Hub, in_body: str | None, in_query: str | None) -> Collection:
     return hub.collection(in_body or in_query)
 
 
-@router.get("/status", dependencies=READ)
+@router.get("/status", dependencies=READ, response_model=answers.Status, **EXACT)
 def status(request: Request, hub: HubDep, collection: CollectionParam = None) -> Result:
     """The collection's state, and the folder watcher's for it when this process watches."""
     kb = routed(hub, None, collection)
@@ -45,12 +48,12 @@ def status(request: Request, hub: HubDep, collection: CollectionParam = None) ->
     return {**reads.status(hub, kb), "indexer": {"running": watcher["running"], **(indexer or {})}}
 
 
-@router.get("/sources", dependencies=READ)
+@router.get("/sources", dependencies=READ, response_model=answers.SourceList, **EXACT)
 def sources(hub: HubDep, collection: CollectionParam = None) -> Result:
     return reads.sources(routed(hub, None, collection))
 
 
-@router.get("/chunks", dependencies=READ)
+@router.get("/chunks", dependencies=READ, response_model=answers.ChunkPage, **EXACT)
 def chunks(params: Annotated[schemas.ChunkFilters, Query()], hub: HubDep) -> Result:
     return reads.list_chunks(routed(hub, params.collection, None), params)
 
@@ -60,6 +63,7 @@ def _post(
     body_type: type[schemas.Routed],
     action: Callable[[Collection, Any], Result],
     access: list[Dependency],
+    answer: type[BaseModel] | None = None,
 ) -> None:
     """POST `path`: validate the body, route to its collection, run `action`."""
 
@@ -68,12 +72,19 @@ def _post(
 
     endpoint.__annotations__["body"] = body_type
     name = path.strip("/").replace("/", "_")
-    router.add_api_route(path, endpoint, methods=["POST"], dependencies=access, name=name)
+    shape = {"response_model": answer, **EXACT} if answer else {}
+    router.add_api_route(path, endpoint, methods=["POST"], dependencies=access, name=name, **shape)
 
 
-_post("/chunks/list", schemas.ListChunks, lambda c, b: reads.list_chunks(c, b, b.metadata), READ)
-_post("/search", schemas.Search, reads.search_results, READ)
-_post("/context", schemas.Context, reads.context, READ)
+_post(
+    "/chunks/list",
+    schemas.ListChunks,
+    lambda c, b: reads.list_chunks(c, b, b.metadata),
+    READ,
+    answers.ChunkPage,
+)
+_post("/search", schemas.Search, reads.search_results, READ, answers.SearchResults)
+_post("/context", schemas.Context, reads.context, READ, answers.ContextBlock)
 _post("/chunks/update", schemas.UpdateChunk, writes.update_chunk, WRITE)
 _post("/upsert/document", schemas.UpsertDocument, writes.upsert_document, WRITE)
 _post("/add/document", schemas.AddDocument, writes.add_document, WRITE)

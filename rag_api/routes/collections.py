@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Depends
 
 from rag_api.auth import require_reader
 from rag_api.routes.deps import HubDep
+from rag_api.routes.schemas import CollectionList
 
 router = APIRouter(tags=["collections"], dependencies=[Depends(require_reader)])
 
 
-@router.get("/collections")
-def list_collections(hub: HubDep) -> dict:
+@router.get("/collections", response_model=CollectionList, response_model_exclude_unset=True)
+def list_collections(hub: HubDep) -> dict[str, Any]:
+    """Every configured collection: its settings and what the store holds."""
     return {
         "default_collection": hub.config.default_collection,
         "collections": [hub.describe(name) for name in hub.collections],

@@ -10,6 +10,7 @@ from rag_api import readiness
 from rag_api.auth import is_reader
 from rag_api.errors import NotReady
 from rag_api.kb import folder_problem
+from rag_api.routes.schemas import Ready
 
 router = APIRouter(tags=["health"])
 
@@ -20,7 +21,7 @@ async def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/ready")
+@router.get("/ready", response_model=Ready, response_model_exclude_unset=True)
 def ready(request: Request) -> dict[str, Any]:
     """200 when the store answers, has disk room, and every enabled collection can be read and
     written with its embedder loaded; 503 naming what is not. Details (paths, the store's

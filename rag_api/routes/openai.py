@@ -18,6 +18,7 @@ from rag_api.openai_compat.routing import find_model, model_card, models
 from rag_api.openai_compat.schemas import ChatRequest, ResponsesRequest
 from rag_api.openai_compat.sse import EventStream
 from rag_api.routes.deps import HubDep, get_generation
+from rag_api.routes.schemas import STREAMED, ChatCompletion, ModelCard, ModelList, ResponseObject
 
 router = APIRouter(tags=["openai"], dependencies=[Depends(require_reader)], route_class=OpenAIRoute)
 
@@ -65,13 +66,19 @@ async def create_response(
 
 for prefix in ("/v1", ""):
     shown = prefix == "/v1"  # the unprefixed twins stay out of the OpenAPI schema
-    router.add_api_route(f"{prefix}/models", list_models, methods=["GET"], include_in_schema=shown)
-    router.add_api_route(
-        f"{prefix}/models/{{model:path}}", retrieve_model, methods=["GET"], include_in_schema=shown
-    )
-    router.add_api_route(
-        f"{prefix}/chat/completions", chat_completions, methods=["POST"], include_in_schema=shown
-    )
-    router.add_api_route(
-        f"{prefix}/responses", create_response, methods=["POST"], include_in_schema=shown
-    )
+    for path, endpoint, method, answer in (
+        ("/models", list_models, "GET", ModelList),
+        ("/models/{model:path}", retrieve_model, "GET", ModelCard),
+        ("/chat/completions", chat_completions, "POST", ChatCompletion),
+        ("/responses", create_response, "POST", ResponseObject),
+    ):
+        streamed = STREAMED if method == "POST" else None
+        router.add_api_route(
+            prefix + path,
+            endpoint,
+            methods=[method],
+            include_in_schema=shown,
+            response_model=answer,
+            response_model_exclude_unset=True,
+            responses=streamed,
+        )

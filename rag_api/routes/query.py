@@ -11,11 +11,12 @@ from rag_api.auth import require_reader
 from rag_api.generation_pool import GenerationPool
 from rag_api.query import QueryBody, run_query
 from rag_api.routes.deps import HubDep, get_generation
+from rag_api.routes.schemas import QueryAnswer
 
 router = APIRouter(tags=["query"], dependencies=[Depends(require_reader)])
 
 
-@router.post("/query/{collection}")
+@router.post("/query/{collection}", response_model=QueryAnswer, response_model_exclude_unset=True)
 async def query(
     collection: str,
     body: QueryBody,

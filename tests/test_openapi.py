@@ -1,0 +1,55 @@
+"""/openapi.json documents what clients get: each main route's real answer is its declared model,
+key for key (a round trip through the model changes nothing)."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from rag_api.routes import schemas
+from rag_api.settings import Settings
+from tests.conftest import hash_collection, write_config
+from tests.openai_support import REFUND, start_indexed, write_kb
+
+ASK = {"model": "docs", "messages": [{"role": "user", "content": REFUND}]}
+CALLS = [  # (method, route in the schema, path, body)
+    ("GET", "/ready", "/ready", None),
+    ("GET", "/collections", "/collections", None),
+    ("POST", "/query/{collection}", "/query/docs", {"query": REFUND}),
+    ("POST", "/query/{collection}", "/query/docs", {"query": REFUND, "generate": False}),
+    ("POST", "/query/{collection}", "/query/docs", {"query": "zzzz qqqq", "threshold": 0.99}),
+    ("GET", "/v1/models", "/v1/models", None),
+    ("GET", "/v1/models/{model}", "/v1/models/docs", None),
+    ("POST", "/v1/chat/completions", "/v1/chat/completions", ASK),
+    ("POST", "/v1/responses", "/v1/responses", {"model": "docs", "input": REFUND}),
+    ("GET", "/v1/rag/status", "/v1/rag/status", None),
+    ("GET", "/v1/rag/sources", "/v1/rag/sources", None),
+    ("GET", "/v1/rag/chunks", "/v1/rag/chunks?include_text=true", None),
+    ("POST", "/v1/rag/chunks/list", "/v1/rag/chunks/list", {"query": REFUND}),
+    ("POST", "/v1/rag/search", "/v1/rag/search", {"query": REFUND}),
+    ("POST", "/v1/rag/context", "/v1/rag/context", {"query": REFUND}),
+]
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    root = tmp_path_factory.mktemp("openapi")
+    config = write_config(
+        root / "collections.yaml", {"docs": hash_collection(write_kb(root / "kb"))}
+    )
+    settings = {"config": config, "data_dir": root / "data", "ollama_url": "http://127.0.0.1:9"}
+    hub, server = start_indexed(Settings(**settings), "docs")
+    yield server
+    server.stop()
+    hub.close()
+
+
+@pytest.mark.parametrize(("method", "route", "path", "body"), CALLS)
+def test_main_routes_answer_what_openapi_documents(live, method, route, path, body) -> None:
+    documented = httpx.get(live.url + "/openapi.json").json()["paths"][route][method.lower()]
+    content = documented["responses"]["200"]["content"]["application/json"]
+    model = getattr(schemas, content["schema"]["$ref"].rsplit("/", 1)[1])
+    answer = httpx.request(method, live.url + path, json=body, timeout=60)
+    assert answer.status_code == 200, answer.text
+    got = answer.json()
+    assert model.model_validate(got).model_dump(mode="json", exclude_unset=True) == got
