@@ -5,6 +5,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import httpx
 import pytest
 from pydantic import ValidationError
 
@@ -12,7 +13,7 @@ from rag_api.config import EmbedderConfig, LLMConfig, parse_config
 from rag_api.errors import ConfigError, LLMUnavailable
 from rag_api.providers import EMBEDDERS, LLMS
 from rag_api.settings import Settings
-from tests.conftest import hash_collection, write_config
+from tests.conftest import assert_error_shape, hash_collection, write_config
 
 # A third-party package as pip would install it: a module and its dist-info with entry_points.txt.
 PLUGIN = '''
@@ -41,6 +42,8 @@ class Parrot(Generator):
         self.model = model
 
     def stream(self, messages, generation, temperature, max_tokens):
+        if self.model == "broken":
+            raise RuntimeError("a plugin bug")
         yield f"{self.model} read {len(messages)} messages"
 
 
@@ -129,3 +132,20 @@ def test_a_plugin_is_gone_with_its_package() -> None:
         EMBEDDERS.get("letters")
     with pytest.raises(ValidationError, match="Input should be"):
         EmbedderConfig(provider="letters", model="abc", dim=26)
+
+
+def test_a_crash_on_an_openai_route_answers_in_openai_shape(plugin, tmp_path, make_settings, serve):
+    """A bug (not a RagError) reaches the outermost handler, which still knows the route, also for
+    a body sent unlabelled (curl -d), which the JSON middleware relabels."""
+    docs = hash_collection(llm={"provider": "parrot", "model": "broken"})
+    live = serve(make_settings(write_config(tmp_path / "c.yaml", {"docs": docs}), "memory"))
+    body = b'{"model": "docs", "messages": [{"role": "user", "content": "hi"}]}'
+    httpx.post(live.url + "/v1/rag/add/document", json={"text": "hi there, a passage"})
+    for headers in ({"content-type": "application/json"}, {}):  # a connection each: uvicorn
+        chat = live.url + "/v1/chat/completions"  # closes the one a crash happened on
+        response = httpx.post(chat, content=body, headers=headers)
+        error = response.json()["error"]
+        assert response.status_code == 500 and error["type"] == "server_error", response.text
+        assert error["code"] == "internal_error" and "RuntimeError" in error["message"]
+    query = httpx.post(live.url + "/query/docs", json={"query": "hi"})
+    assert_error_shape(query, 500, "INTERNAL_ERROR")
