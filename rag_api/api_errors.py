@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
@@ -17,6 +18,22 @@ from rag_api.request_context import request_id
 
 log = logging.getLogger("rag_api.http")
 _HTTP_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE"}
+
+
+class ErrorDetail(BaseModel):
+    code: str  # stable, e.g. COLLECTION_NOT_FOUND
+    message: str
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail
+
+
+# how /openapi.json documents every route's errors (the OpenAI routes document their own shape)
+ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": "An error in the one shape"}
+    for status in ("4XX", "5XX")
+}
 
 
 def error_body(code: str, message: str, **extra: Any) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 import anyio
 from fastapi import FastAPI
 
-from rag_api.api_errors import install_error_handlers
+from rag_api.api_errors import ERRORS, install_error_handlers
 from rag_api.generation_pool import GenerationPool
 from rag_api.hub import Hub
 from rag_api.json_body import JsonBodies
@@ -66,6 +66,7 @@ def create_app(
         summary="Retrieval-augmented answers from folders of documents, on Qdrant.",
         version="0.1.0",
         lifespan=lifespan,
+        responses=ERRORS,
     )
     app.state.settings = settings
     app.state.hub = None

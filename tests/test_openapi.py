@@ -6,6 +6,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from rag_api.api_errors import ErrorBody
+from rag_api.openai_compat.errors import OpenAIErrorBody
 from rag_api.routes import schemas
 from rag_api.settings import Settings
 from tests.conftest import hash_collection, write_config
@@ -53,3 +55,23 @@ def test_main_routes_answer_what_openapi_documents(live, method, route, path, bo
     assert answer.status_code == 200, answer.text
     got = answer.json()
     assert model.model_validate(got).model_dump(mode="json", exclude_unset=True) == got
+
+
+ERROR_CALLS = [  # (method, route in the schema, path, body, status)
+    ("POST", "/query/{collection}", "/query/nope", {"query": REFUND}, 404),
+    ("POST", "/query/{collection}", "/query/docs", {}, 422),
+    ("POST", "/v1/rag/search", "/v1/rag/search", {"query": ""}, 422),
+    ("POST", "/v1/chat/completions", "/v1/chat/completions", {"model": "docs"}, 400),
+    ("GET", "/v1/models/{model}", "/v1/models/nope", None, 404),
+]
+ERROR_MODELS = {"ErrorBody": ErrorBody, "OpenAIErrorBody": OpenAIErrorBody}
+
+
+@pytest.mark.parametrize(("method", "route", "path", "body", "status"), ERROR_CALLS)
+def test_errors_answer_the_documented_shape(live, method, route, path, body, status) -> None:
+    documented = httpx.get(live.url + "/openapi.json").json()["paths"][route][method.lower()]
+    content = documented["responses"]["4XX"]["content"]["application/json"]
+    model = ERROR_MODELS[content["schema"]["$ref"].rsplit("/", 1)[1]]
+    answer = httpx.request(method, live.url + path, json=body)
+    assert answer.status_code == status, answer.text
+    assert model.model_validate(answer.json()).model_dump(mode="json") == answer.json()

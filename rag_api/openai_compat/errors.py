@@ -9,9 +9,12 @@ routes are `OpenAIRoute`s: the app's error handlers render an error the way its 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
+from pydantic import BaseModel
 
 _CODES = {"UNAUTHORIZED": "invalid_api_key"}
 
@@ -35,7 +38,27 @@ def openai_error_response(
     return JSONResponse({"error": error}, status_code=status, headers=headers)
 
 
+class OpenAIErrorDetail(BaseModel):
+    message: str
+    type: str  # invalid_request_error, or server_error for 5xx
+    param: str | None
+    code: str
+
+
+class OpenAIErrorBody(BaseModel):
+    error: OpenAIErrorDetail
+
+
 class OpenAIRoute(APIRoute):
-    """A route whose errors take OpenAI's shape (the route_class of routes/openai.py's router)."""
+    """A route whose errors take OpenAI's shape (the route_class of routes/openai.py's router):
+    rendered so by the app's error handlers, and documented so in /openapi.json."""
 
     render_error = staticmethod(openai_error_response)
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **options: Any) -> None:
+        errors = {
+            status: {"model": OpenAIErrorBody, "description": "An error in OpenAI's shape"}
+            for status in ("4XX", "5XX")
+        }
+        options["responses"] = {**(options.get("responses") or {}), **errors}
+        super().__init__(path, endpoint, **options)
