@@ -8,9 +8,8 @@ from rag_api.config import EmbedderConfig, HubConfig
 from rag_api.embedder_dims import dim_problem, offline_problem
 from rag_api.errors import RagError
 from rag_api.kb import folder_problem
+from rag_api.providers import EMBEDDERS
 from rag_api.settings import Settings
-
-REMOTE_PROVIDERS = {"ollama", "openai"}
 
 
 @dataclass
@@ -33,7 +32,7 @@ def review(settings: Settings, config: HubConfig, online: bool = False) -> list[
         item = Review(name, f"{name}: {embedder.id} {embedder.dim}d, {cfg.language}, {where}")
         if kb_path is not None and (problem := folder_problem(kb_path)):
             item.problems.append(problem)
-        if embedder.provider in REMOTE_PROVIDERS and not online:
+        if EMBEDDERS.get(embedder.provider).remote and not online:
             item.notes.append(f"dim of {embedder.id} not checked: --online asks the model")
         elif problem := (_asked(settings, embedder) if online else offline_problem(embedder)):
             item.problems.append(problem)
@@ -43,7 +42,7 @@ def review(settings: Settings, config: HubConfig, online: bool = False) -> list[
 
 def _asked(settings: Settings, embedder: EmbedderConfig) -> str | None:
     """The problem with `embedder`, asking remote models for their real size."""
-    if embedder.provider not in REMOTE_PROVIDERS:
+    if not EMBEDDERS.get(embedder.provider).remote:
         return offline_problem(embedder)
     from rag_api.embedding import EmbeddingRouter
 
