@@ -23,6 +23,7 @@ _HTTP_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LA
 class ErrorDetail(BaseModel):
     code: str  # stable, e.g. COLLECTION_NOT_FOUND
     message: str
+    request_id: str | None = None  # the id the request log gave this request
 
 
 class ErrorBody(BaseModel):
