@@ -1,4 +1,4 @@
-"""Readers (md, txt, html, jsonl, pdf, docx) and the splitter that turns a document into chunks."""
+"""Reading a kb file into chunks: the format readers (readers.py), jsonl lines, and the splitter."""
 
 from __future__ import annotations
 
@@ -6,17 +6,27 @@ import functools
 import json
 import re
 from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 from rag_api.config import ChunkingConfig
 from rag_api.metadata import MAX_DEPTH, InvalidMetadata, check_metadata, value_problem
+from rag_api.readers import (
+    Section,
+    UnreadableFile,
+    html_to_text,
+    read_delimited,
+    read_docx,
+    read_pdf,
+    read_pptx,
+    read_xlsx,
+)
 
 # Raising this re-indexes every file: chunk boundaries are part of what a stored chunk is.
 # 2: plain text is cut at paragraphs first (an edit used to shift every later chunk boundary).
 # 3: a short lead paragraph (a title line) travels with the next one instead of standing alone.
-CHUNKER_VERSION = 3
+# 4: HTML and DOCX tables kept as rows, PDF cut per page, DOCX in document order.
+CHUNKER_VERSION = 4
 TEXT_SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".text": "text"}
 SUFFIXES = {
     **TEXT_SUFFIXES,
@@ -25,11 +35,11 @@ SUFFIXES = {
     ".jsonl": "jsonl",
     ".pdf": "pdf",
     ".docx": "docx",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".xlsx": "xlsx",
+    ".pptx": "pptx",
 }
-
-
-class UnreadableFile(Exception):
-    """A file that cannot be turned into text; the message says why."""
 
 
 @dataclass(slots=True)
@@ -57,16 +67,33 @@ def read_chunks(path: Path, source: str, chunking: ChunkingConfig) -> ReadResult
         raise UnreadableFile(exc.strerror or str(exc)) from exc
     if kind == "jsonl":
         return parse_jsonl(decode_text(data), source)
+    chunks: list[Chunk] = []
+    for section in _sections(kind, path, data, chunking.size):
+        if section.whole:
+            pieces = [section.text]
+        else:
+            pieces = split_text(section.text, chunking, markdown=section.markdown)
+        for piece in pieces:
+            chunks.append(Chunk(piece, source, len(chunks), dict(section.metadata)))
+    return ReadResult(chunks)
+
+
+def _sections(kind: str, path: Path, data: bytes, size: int) -> list[Section]:
+    """The file's text in sections, by format; tabular readers group rows by the chunk size."""
     if kind == "pdf":
-        text = _pdf_text(path)
-    elif kind == "docx":
-        text = _docx_text(path)
-    else:
-        text = decode_text(data)
-        if kind == "html":
-            text = html_to_text(text)
-    pieces = split_text(text, chunking, markdown=kind in ("markdown", "docx"))
-    return ReadResult([Chunk(t, source, i) for i, t in enumerate(pieces)])
+        return read_pdf(path)
+    if kind == "docx":
+        return read_docx(path)
+    if kind == "xlsx":
+        return read_xlsx(path, size)
+    if kind == "pptx":
+        return read_pptx(path)
+    text = decode_text(data)
+    if kind in ("csv", "tsv"):
+        return read_delimited(text, size, tab=kind == "tsv")
+    if kind == "html":
+        return [Section(html_to_text(text))]
+    return [Section(text, markdown=kind == "markdown")]
 
 
 def decode_text(data: bytes) -> str:
@@ -204,76 +231,3 @@ def _splitter(size: int, overlap: int):
 
     # tokenizer=list: sizes are counted in characters, not model tokens
     return SentenceSplitter(chunk_size=size, chunk_overlap=overlap, tokenizer=list)
-
-
-class _HTMLText(HTMLParser):
-    BLOCKS = {"p", "div", "br", "li", "tr", "h1", "h2", "h3", "h4", "h5", "h6", "section", "table"}
-    SKIP = {"script", "style", "noscript", "template"}
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-        self._skipping = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in self.SKIP:
-            self._skipping += 1
-        elif tag in self.BLOCKS:
-            self.parts.append("\n\n" if tag.startswith("h") or tag == "p" else "\n")
-            if tag[0] == "h" and tag[1:].isdigit():
-                self.parts.append("#" * int(tag[1:]) + " ")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in self.SKIP:
-            self._skipping = max(self._skipping - 1, 0)
-        elif tag in self.BLOCKS:
-            self.parts.append("\n")
-
-    def handle_data(self, data: str) -> None:
-        if not self._skipping:
-            self.parts.append(data)
-
-
-def html_to_text(html: str) -> str:
-    """Visible text of an HTML page; headings kept as markdown headings, scripts and styles dropped."""
-    parser = _HTMLText()
-    parser.feed(html)
-    parser.close()
-    text = "".join(parser.parts)
-    lines = [" ".join(line.split()) for line in text.splitlines()]
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
-
-
-def _pdf_text(path: Path) -> str:
-    try:
-        from pypdf import PdfReader
-    except ImportError:
-        raise UnreadableFile(
-            "PDF support needs the 'pdf' extra: pip install 'rag-hub[pdf]'"
-        ) from None
-    try:
-        reader = PdfReader(str(path))
-        return "\n\n".join((page.extract_text() or "").strip() for page in reader.pages)
-    except Exception as exc:  # pypdf raises many kinds on damaged files
-        raise UnreadableFile(f"unreadable PDF: {exc}") from exc
-
-
-def _docx_text(path: Path) -> str:
-    try:
-        import docx
-    except ImportError:
-        raise UnreadableFile(
-            "DOCX support needs the 'docx' extra: pip install 'rag-hub[docx]'"
-        ) from None
-    try:
-        document = docx.Document(str(path))
-    except Exception as exc:
-        raise UnreadableFile(f"unreadable DOCX: {exc}") from exc
-    lines = []
-    for paragraph in document.paragraphs:
-        style = paragraph.style.name if paragraph.style is not None else ""
-        level = style.removeprefix("Heading ").strip()
-        prefix = "#" * int(level) + " " if style.startswith("Heading ") and level.isdigit() else ""
-        if paragraph.text.strip():
-            lines.append(prefix + paragraph.text.strip())
-    return "\n\n".join(lines)

@@ -48,7 +48,7 @@ def test_html_keeps_visible_text_only() -> None:
     text = html_to_text(html)
     assert "# Security" in text and "AES-256 & TLS\xa01.3" in text.replace(" 1.3", "\xa01.3")
     assert "highlightSection" not in text and "font-family" not in text
-    assert "One\nTwo" in text.replace("\n\n", "\n")
+    assert "* One\n* Two" in text
 
 
 def test_jsonl_lines_defaults_metadata_and_bad_lines() -> None:

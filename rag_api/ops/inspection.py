@@ -261,14 +261,14 @@ def _file_problem(
         current = kb.doc_hash(item.path.read_bytes(), chunking)
     except OSError as exc:
         return WARNING, f"cannot be read ({exc.strerror or exc})"
-    if not stored:
-        return ERROR, "not indexed"
-    if {doc for doc, _ in stored.values()} != {current}:
+    if stored and {doc for doc, _ in stored.values()} != {current}:
         return ERROR, "indexed from an older version of the file (content hash differs)"
     try:
         chunks = read_chunks(item.path, item.rel, chunking).chunks
-    except UnreadableFile as exc:
+    except UnreadableFile as exc:  # a scanned PDF says "no extractable text" here
         return WARNING, f"unreadable, the indexer skips it ({exc})"
+    if not stored:
+        return ERROR, "not indexed"
     prefix = collection.cfg.embedder.document_prefix
     expected = {(c.source, c.chunk_index): content_hash(c.text, prefix) for c in chunks}
     missing = [f"{s}#{i}" for (s, i) in sorted(set(expected) - set(stored))]
