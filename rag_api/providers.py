@@ -124,6 +124,10 @@ def _api_key(cfg: Any) -> str | None:
 
 
 def _sentence_transformers(cfg: Any, settings: Any) -> Any:
+    if cfg.resolved_runtime != "torch":
+        embedder = _load("rag_api.onnx_model:onnx_embedder")(cfg, settings)
+        if embedder is not None:  # None: runtime unset and the model cannot be exported
+            return embedder
     return _load("rag_api.embedding:SentenceTransformerEmbedder")(
         cfg.model,
         cfg.batch_size,

@@ -44,6 +44,8 @@ class Settings(BaseSettings):
     # torch's default, one per core) and for one query (see SentenceTransformerEmbedder)
     torch_threads: int | None = Field(default=None, ge=1)
     query_threads: int = Field(default=1, ge=1)
+    # ONNX exports of in-process models (rag_api/onnx_model.py); unset = RAG_DATA_DIR/models
+    model_cache: Path | None = None
     # the folder indexer (rag-hub watch, serve --watch) and rag-hub index
     max_file_bytes: int = Field(default=DEFAULT_MAX_BYTES, gt=0)  # larger kb files are skipped
     watch_debounce_s: float = Field(default=1.0, ge=0)  # a file is indexed once quiet this long
@@ -63,6 +65,11 @@ class Settings(BaseSettings):
     def qdrant_path(self) -> Path:
         """Folder of the embedded Qdrant engine (one shard folder per physical collection)."""
         return self.data_dir / "qdrant"
+
+    @property
+    def models_path(self) -> Path:
+        """Folder of the cached ONNX exports."""
+        return self.model_cache or self.data_dir / "models"
 
     @property
     def embedded(self) -> bool:

@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -28,6 +29,9 @@ LOCAL_ENGINES = ["edge", "memory"]  # the two that always run here
 ENGINES = [*LOCAL_ENGINES, pytest.param("server", marks=pytest.mark.qdrant_server)]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# one ONNX export of each bundled model for the whole run (and the CLI subprocesses), not one per
+# test's data dir; keyed by the model's files, so sharing it between runs is safe
+os.environ.setdefault("RAG_MODEL_CACHE", str(Path(tempfile.gettempdir()) / "rag-hub-test-models"))
 
 
 def hash_collection(kb: Path | None = None, dim: int = 64, **overrides: Any) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from rag_api.settings import Settings
 from tests.fakes import FakeOllama, FakeOpenAI
 
 MINILM = EmbedderConfig(provider="sentence-transformers", model="all-MiniLM-L6-v2", dim=384)
+MINILM_TORCH = MINILM.model_copy(update={"runtime": "torch"})  # the torch path itself
 
 
 def router(**settings) -> EmbeddingRouter:
@@ -76,7 +77,7 @@ def test_single_text_fast_path_gives_the_same_vector_as_encode() -> None:
     """A query goes straight through the model's modules; it must equal sentence-transformers'
     encode(), including for a text longer than the model's 256-token window (truncation)."""
     r = router()
-    embedder = r.get(MINILM)
+    embedder = r.get(MINILM_TORCH)
     texts = ["refund policy", "¿Cuánto cuesta el envío?", "long " * 600 + "tail"]
     for text in texts:
         fast = embedder.embed([text])
@@ -93,7 +94,7 @@ def test_queries_and_batches_each_run_on_their_own_thread_count() -> None:
     a query in one thread leaves another thread's batch count alone."""
     import torch
 
-    embedder = router(torch_threads=2, query_threads=1).get(MINILM)
+    embedder = router(torch_threads=2, query_threads=1).get(MINILM_TORCH)
     seen: dict[str, int] = {}
 
     def run(name: str, texts: list[str]) -> None:

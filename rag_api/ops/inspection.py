@@ -23,6 +23,7 @@ from rag_api.errors import KbFolderMissing, RagError, StoreCorrupted
 from rag_api.generations import VersionIndex
 from rag_api.ingest import content_hash, embed_texts
 from rag_api.metadata import value_problem
+from rag_api.onnx_model import OnnxEmbedder
 from rag_api.ops.findings import ERROR, WARNING, Finding
 from rag_api.payload import StoredChunk, extract_text, point_id
 from rag_api.store import CollectionInfo, Selector
@@ -132,6 +133,7 @@ def _inspect(collection: Collection, sample: int, max_bytes: int) -> Inspection:
         ids = random.sample(scan.sampleable, min(sample, len(scan.sampleable)))
         _check_vectors(collection, ids, result)
     _check_sparse(collection, info, result)
+    _check_model(collection, result)
     return result
 
 
@@ -176,6 +178,22 @@ def _check_embedder(collection: Collection, scan: _Scan, result: Inspection) -> 
             f"points hold vectors of another model ({held}); collections.yaml configures "
             f"{configured}: {collection.migrate_hint()} (not repaired)",
         )
+
+
+def _check_model(collection: Collection, result: Inspection) -> None:
+    """An ONNX export still matches the model files it was made from."""
+    try:
+        embedder = collection.embeddings.get(collection.cfg.embedder)
+    except RagError:
+        return  # the vector sample reports a model that cannot load
+    if isinstance(embedder, OnnxEmbedder):
+        for problem in embedder.verify():
+            result.add(
+                "model",
+                f"cached ONNX model {embedder.build.folder}: {problem}; delete that folder and "
+                "restart to export it again (not repaired)",
+                subject=problem,
+            )
 
 
 def _check_payloads(scan: _Scan, indexable: set[str], result: Inspection) -> None:
