@@ -25,7 +25,7 @@ from fastapi import FastAPI
 from rag_api.routes import schemas
 from rag_api.settings import Settings
 from tests.conftest import hash_collection, write_config
-from tests.openai_support import REFUND, start_indexed, write_kb
+from tests.support.openai_support import REFUND, start_indexed, write_kb
 
 ROUTES = {  # path -> (model, body); answers captured from the real hub
     "/query/docs": (schemas.QueryAnswer, {"query": REFUND}),

@@ -22,7 +22,7 @@ from rag_api.app import create_app
 from rag_api.hub import Hub
 from rag_api.settings import Settings
 
-pytest_plugins = ["tests.fakes.fixtures"]
+pytest_plugins = ["tests.support.fakes.fixtures"]
 
 REPO = Path(__file__).resolve().parents[1]
 LOCAL_ENGINES = ["edge", "memory"]  # the two that always run here

@@ -18,7 +18,7 @@ from tests.conftest import (
     minilm_collection,
     write_config,
 )
-from tests.fakes import FakeOllama
+from tests.support.fakes import FakeOllama
 
 QUESTIONS = yaml.safe_load((REPO / "tests/data/kb_questions.yaml").read_text())
 

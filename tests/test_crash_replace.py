@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import hash_collection, wait_for, write_config
-from tests.forkserver import ForkServers
+from tests.support.forkserver import ForkServers
 
 pytestmark = pytest.mark.slow
 

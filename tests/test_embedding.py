@@ -11,7 +11,7 @@ from rag_api.config import EmbedderConfig
 from rag_api.embedding import EmbeddingRouter
 from rag_api.errors import ConfigError, EmbedderUnavailable
 from rag_api.settings import Settings
-from tests.fakes import FakeOllama, FakeOpenAI
+from tests.support.fakes import FakeOllama, FakeOpenAI
 
 MINILM = EmbedderConfig(provider="sentence-transformers", model="all-MiniLM-L6-v2", dim=384)
 MINILM_TORCH = MINILM.model_copy(update={"runtime": "torch"})  # the torch path itself

@@ -8,7 +8,7 @@ import ollama
 import openai
 import pytest
 
-from tests.fakes import FakeOllama, FakeOpenAI, embed
+from tests.support.fakes import FakeOllama, FakeOpenAI, embed
 
 LONG_REPLY = " ".join(f"word{i}" for i in range(200))
 CATS = ["The cat sat on the warm mat", "A cat sleeping on a mat"]

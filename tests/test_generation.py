@@ -13,7 +13,7 @@ from rag_api.hub import Hub
 from rag_api.passage import Passage
 from rag_api.store import sparse_encoder
 from tests.conftest import hash_collection, write_config
-from tests.fakes import FakeOllama, FakeOpenAI
+from tests.support.fakes import FakeOllama, FakeOpenAI
 
 REFUND = Passage(
     "1",

@@ -14,8 +14,8 @@ import pytest
 
 from rag_api.settings import Settings
 from tests.conftest import LiveServer, hash_collection, wait_for, write_config
-from tests.fakes.silent import SilentServer
-from tests.openai_support import REFUND, start_indexed, write_kb
+from tests.support.fakes.silent import SilentServer
+from tests.support.openai_support import REFUND, start_indexed, write_kb
 
 STUCK = 45  # more than the 40 worker threads that sync routes share
 SLOTS = 2

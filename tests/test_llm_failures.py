@@ -18,9 +18,9 @@ from rag_api.generation import GeneratorRouter
 from rag_api.hub import Hub
 from rag_api.retrieval import Passage
 from tests.conftest import hash_collection, wait_for, write_config
-from tests.fakes import FakeOllama, FakeOpenAI
-from tests.fakes.http import FakeServer
-from tests.fakes.silent import SilentServer
+from tests.support.fakes import FakeOllama, FakeOpenAI
+from tests.support.fakes.http import FakeServer
+from tests.support.fakes.silent import SilentServer
 
 PASSAGE = Passage("1", "faq.md", 0, 0.9, "Refunds are possible within 30 days of purchase.", {})
 FIRST_TOKEN = 0.5

@@ -11,7 +11,7 @@ from rag_api.openai_compat.errors import OpenAIErrorBody
 from rag_api.routes import schemas
 from rag_api.settings import Settings
 from tests.conftest import hash_collection, write_config
-from tests.openai_support import REFUND, start_indexed, write_kb
+from tests.support.openai_support import REFUND, start_indexed, write_kb
 
 ASK = {"model": "docs", "messages": [{"role": "user", "content": REFUND}]}
 CALLS = [  # (method, route in the schema, path, body)

@@ -15,7 +15,7 @@ from rag_api.retrieval import SearchRequest, search
 from rag_api.store import Selector
 from rag_api.sync import stored_files, sync_collection
 from tests.conftest import hash_collection, write_config
-from tests.fakes import FakeOllama
+from tests.support.fakes import FakeOllama
 
 
 def section(title: str, words: str, n: int = 4) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import wait_for
-from tests.fakes.ollama import FakeOllama
 from tests.indexer.conftest import counters, found, settled
+from tests.support.fakes.ollama import FakeOllama
 
 
 def test_queue_survives_an_embedder_outage(

@@ -12,7 +12,15 @@ from collections import Counter
 from collections.abc import Container, Generator, Iterable, Mapping
 from datetime import UTC, datetime
 
-from tests.fakes.http import FakeServer, Reject, Request, Response, Stream, message_text, words
+from tests.support.fakes.http import (
+    FakeServer,
+    Reject,
+    Request,
+    Response,
+    Stream,
+    message_text,
+    words,
+)
 
 VERSION = "0.6.3"
 LOAD_NS = 1_000_000

@@ -19,7 +19,7 @@ from rag_api.query import QueryBody, run_query
 from rag_api.store import Selector
 from rag_api.sync import sync_collection
 from tests.conftest import REPO, hash_collection, minilm_collection, write_config
-from tests.migration_world import QUESTIONS, SlowUpstream, fill, write_api
+from tests.support.migration_world import QUESTIONS, SlowUpstream, fill, write_api
 
 HASH_1024 = EmbedderConfig(provider="hash", model="hash-large", dim=1024)
 

@@ -11,8 +11,8 @@ from rag_api.collection import Collection
 from rag_api.ingest import DocumentWrite, write_documents
 from rag_api.store import Selector
 from rag_api.sync import sync_collection
-from tests.fakes.http import Request, Response
-from tests.fakes.openai_upstream import FakeOpenAI
+from tests.support.fakes.http import Request, Response
+from tests.support.fakes.openai_upstream import FakeOpenAI
 
 ANIMALS = ["otter", "heron", "lynx", "badger", "falcon", "marten", "ibex", "gecko"]
 CITIES = ["Lisbon", "Oslo", "Quito", "Hanoi", "Tunis", "Perth", "Lima", "Riga"]

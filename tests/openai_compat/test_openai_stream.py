@@ -9,8 +9,8 @@ import pytest
 
 from rag_api.settings import Settings
 from tests.conftest import hash_collection, write_config
-from tests.fakes.http import words
-from tests.openai_support import REFUND, sse_events, start_indexed, write_kb
+from tests.support.fakes.http import words
+from tests.support.openai_support import REFUND, sse_events, start_indexed, write_kb
 
 LONG_REPLY = " ".join(f"word{i}" for i in range(200))
 ANSWER = "You have 30 days to ask for a refund [1]."

@@ -14,7 +14,7 @@ from pydantic import TypeAdapter
 
 from rag_api.settings import Settings
 from tests.conftest import assert_error_shape, hash_collection, write_config
-from tests.openai_support import REFUND, sse_events, start_indexed, write_kb
+from tests.support.openai_support import REFUND, sse_events, start_indexed, write_kb
 
 REFUND_SENTENCE = "You can ask for a full refund within 30 days of your first payment."
 RESPONSE_EVENTS = [

@@ -4,8 +4,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.fakes.ollama import FakeOllama
-from tests.fakes.openai_upstream import FakeOpenAI
+from tests.support.fakes.ollama import FakeOllama
+from tests.support.fakes.openai_upstream import FakeOpenAI
 
 
 @pytest.fixture

@@ -112,7 +112,7 @@ from pathlib import Path
 import numpy as np
 from rag_api.store import PointData
 from rag_api.store.edge import EdgeStore
-from tests.test_poisoned_store import nested
+from tests.store.test_poisoned_store import nested
 store = EdgeStore(Path(sys.argv[1]))
 store.create_physical("docs__v1", 4)
 write = lambda pid, payload: store.upsert("docs__v1", [PointData(pid, np.ones(4), payload)])

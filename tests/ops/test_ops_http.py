@@ -24,7 +24,7 @@ from tests.conftest import (
     wait_for,
     write_config,
 )
-from tests.migration_world import QUESTIONS, SlowUpstream, fill, write_api
+from tests.support.migration_world import QUESTIONS, SlowUpstream, fill, write_api
 
 KEY = "admin-secret"
 

@@ -11,8 +11,8 @@ import yaml
 
 from rag_api.settings import Settings
 from tests.conftest import REPO, write_config
-from tests.fakes import FakeOllama
-from tests.openai_support import start_indexed
+from tests.support.fakes import FakeOllama
+from tests.support.openai_support import start_indexed
 
 pytestmark = pytest.mark.slow
 QUESTIONS = {

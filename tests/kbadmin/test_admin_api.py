@@ -12,7 +12,7 @@ import pytest
 from rag_api.kbadmin.schemas import CHUNK_MAX_CHARS, DOCUMENT_MAX_CHARS, ITEMS_MAX
 from rag_api.settings import Settings
 from tests.conftest import LiveServer, assert_error_shape, hash_collection, write_config
-from tests.fakes import FakeOllama
+from tests.support.fakes import FakeOllama
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 from rag_api.hub import Hub
 from rag_api.ops.versions import versions
 from tests.conftest import REPO, free_port, hash_collection, run_cli, wait_for, write_config
-from tests.migration_world import SlowUpstream, fill, write_api
+from tests.support.migration_world import SlowUpstream, fill, write_api
 
 NOTE = "# Collections of the office hub. Keep this note.\n"
 

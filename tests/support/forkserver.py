@@ -5,7 +5,7 @@ fork of a process that has already imported it does not (gunicorn's preload). Ea
 very CLI entry point, `rag-hub serve --port PORT`, as a process of its own: SIGKILL ends it as it
 would end the installed command. Nothing has started a thread when the fork happens.
 
-`python -m tests.forkserver` is the forking side: for each line `serve PORT` on stdin it answers
+`python -m tests.support.forkserver` is the forking side: for each line `serve PORT` on stdin it answers
 the child's pid. `ForkServers` is the test's side.
 """
 
@@ -31,7 +31,7 @@ class ForkServers:
         self.log = log
         self._log_file = log.open("w")
         self.zygote = subprocess.Popen(
-            [sys.executable, "-m", "tests.forkserver"],
+            [sys.executable, "-m", "tests.support.forkserver"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log_file,

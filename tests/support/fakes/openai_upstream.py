@@ -9,8 +9,16 @@ import time
 import uuid
 from collections.abc import Generator, Iterable, Mapping
 
-from tests.fakes.http import FakeServer, Reject, Request, Response, Stream, message_text, words
-from tests.fakes.ollama import embed
+from tests.support.fakes.http import (
+    FakeServer,
+    Reject,
+    Request,
+    Response,
+    Stream,
+    message_text,
+    words,
+)
+from tests.support.fakes.ollama import embed
 
 
 def _usage(prompt: int, completion: int) -> dict:

@@ -14,7 +14,7 @@ from rag_api.embedding import EmbeddingRouter
 from rag_api.settings import Settings
 from rag_api.store import open_store
 from tests.conftest import hash_collection, minilm_collection, run_cli, write_config
-from tests.fakes import FakeOllama
+from tests.support.fakes import FakeOllama
 
 MINILM_385 = "sentence-transformers:all-MiniLM-L6-v2 produces 384-dimensional vectors, not 385"
 

@@ -1,0 +1,1 @@
+"""Helpers shared by the tests: protocol-faithful fake upstreams, live-server and migration set-ups."""
