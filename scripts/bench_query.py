@@ -4,7 +4,9 @@ Builds a collection of N chunks (default 20,000) in the embedded store: SciFact 
 MiniLM, expanded to N points by jittered copies of those vectors (the latency of a search depends on
 the number and spread of vectors, not on which text they came from; embedding 20k chunks would take
 ~10 minutes). Then, for SciFact queries:
-  raw   : SentenceTransformer.encode(query) and EdgeShard.query(...) on a copy of the shard, in-process;
+  raw   : the runtime's own embedding call (torch: SentenceTransformer.encode; onnx, onnx-int8: the
+          tokenizer + onnxruntime session.run) and EdgeShard.query(...) on a copy of the shard,
+          in-process;
   hub   : POST /query/bench {"generate": false} to `rag-hub serve` in a subprocess, over loopback.
   store : the hub's Store.search (hybrid, top_k 10) vs the engine's own fused query (two prefetches,
           RRF, payloads) on the same shard, in-process, alternating query by query (target <= 1.5x).
@@ -15,7 +17,7 @@ Prints p50/p95 of each, the hub's overhead in ms and the hub/raw ratio; each ans
 splits the hub's side into embed, search, the Python around them and HTTP/JSON (the round trip
 beyond the route's own total; target <= 1 ms).
 
-    python scripts/bench_query.py --chunks 20000 --queries 200
+    python scripts/bench_query.py --chunks 20000 --queries 200 --runtime onnx
 """
 
 from __future__ import annotations
@@ -105,7 +107,7 @@ class Raw:
     def __init__(self, hub: Hub, copy_to: Path) -> None:
         """Takes the hub's model and a copy of its shard, then closes the hub."""
         collection = hub.collection("bench")
-        self.model = collection.embeddings.get(collection.cfg.embedder)._model
+        self.embed = raw_embed(collection.embeddings.get(collection.cfg.embedder))
         self.sparse = collection.sparse
         self.retrieval = collection.cfg.retrieval
         shard_dir = hub.settings.qdrant_path / collection.info(refresh=True).physical
@@ -117,7 +119,7 @@ class Raw:
     def query(self, text: str, mode: str = "dense") -> tuple[float, float]:
         """Seconds to embed, seconds to search."""
         started = time.perf_counter()
-        vector = self.model.encode([text], normalize_embeddings=True)[0]
+        vector = self.embed(text)
         sparse = self.sparse.query(text) if mode == "hybrid" else None
         embedded = time.perf_counter()
         if sparse is None:
@@ -130,6 +132,14 @@ class Raw:
         else:
             hybrid_query(self.shard, vector.tolist(), sparse, self.retrieval, self.exact)
         return embedded - started, time.perf_counter() - embedded
+
+
+def raw_embed(embedder):
+    """The runtime's own call under the hub's embedder: encode() for torch, the tokenizer and
+    session.run for ONNX (what the hub adds around them is what this bench measures)."""
+    if hasattr(embedder, "_query"):  # OnnxEmbedder: its query session is tokenizer + session.run
+        return lambda text: embedder._query.embed([text])[0]
+    return lambda text: embedder._model.encode([text], normalize_embeddings=True)[0]
 
 
 def hybrid_query(shard: qe.EdgeShard, dense: list[float], sparse, retrieval, exact: bool) -> list:
@@ -214,15 +224,19 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument("--data-dir", type=Path, default=default_data_dir())
+    parser.add_argument("--runtime", choices=["torch", "onnx", "onnx-int8"], default="onnx")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp) / "collections.yaml"
-        entry = {"embedder": MODEL, "retrieval": {"top_k": TOP_K, "threshold": -1}}
+        embedder = {**MODEL, "runtime": args.runtime}
+        entry = {"embedder": embedder, "retrieval": {"top_k": TOP_K, "threshold": -1}}
         config.write_text(
             yaml.safe_dump({"default_collection": "bench", "collections": {"bench": entry}})
         )
-        settings = Settings(config=config, data_dir=Path(tmp) / "data")
+        # the ONNX export is kept beside the other bench caches: built once, not every run
+        cache = REPO / ".bench" / "models"
+        settings = Settings(config=config, data_dir=Path(tmp) / "data", model_cache=cache)
         hub = Hub.open(settings, load_config(config))
         queries = build(hub, args.chunks, args.data_dir)[: args.queries]
         engine, store = store_vs_engine(hub, queries)
@@ -234,7 +248,9 @@ def main() -> None:
             raw_steps[mode] = [raw.query(query, mode) for query in queries]
         hub_runs: dict[str, list[tuple[float, dict[str, float]]]] = {}
         spaced: dict[str, list[float]] = {"raw": [], "hub": []}
-        with hub_server(config, settings.data_dir, args.port) as url:
+        with hub_server(
+            config, settings.data_dir, args.port, {"RAG_MODEL_CACHE": str(cache)}
+        ) as url:
             client = HTTPConnection(urlsplit(url).netloc, timeout=30)
             for mode in ("dense", "hybrid"):
                 for query in queries[:20]:
@@ -248,7 +264,10 @@ def main() -> None:
                 spaced["hub"].append(timed_post(client, query, "dense")[0])
             client.close()
 
-    print(f"{args.chunks} chunks, {len(queries)} SciFact queries, top_k {TOP_K}, MiniLM on CPU")
+    print(
+        f"{args.chunks} chunks, {len(queries)} SciFact queries, top_k {TOP_K}, "
+        f"MiniLM on CPU, runtime {args.runtime}"
+    )
     print("store call, in-process, alternating query by query:")
     raw_store = line("raw engine hybrid query", engine)
     hub_store = line("hub Store.search hybrid", store)
