@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections import Counter
@@ -18,8 +17,7 @@ from rag_api.sync import SyncReport
 
 log = logging.getLogger("indexer")
 RETRY_FIRST_S = 0.5
-# Skips that say something about the file's owner's intent are not worth a log line.
-QUIET_SKIPS = {"unsupported type", "editor swap/backup file", "generated ('_' prefix)"}
+QUIET_SKIPS = kb.QUIET_SKIPS
 
 COUNTERS = (
     "syncs",
@@ -31,7 +29,6 @@ COUNTERS = (
     "chunks_deleted",
     "errors",
 )
-Signature = tuple[int, int, int]  # size, mtime, ctime: a chmod or any write changes it
 
 
 class CollectionState:
@@ -50,7 +47,7 @@ class CollectionState:
         self.failures = 0
         self.counters: Counter[str] = Counter(dict.fromkeys(COUNTERS, 0))
         self._files: set[str] = set()
-        self._bad: dict[str, tuple[Signature, str]] = {}  # reported once, until the file changes
+        self._bad: dict[str, tuple[kb.Signature, str]] = {}  # reported once, until the file changes
         self._skips: dict[str, str] = {}  # logged skip reasons (size limit, not a regular file)
         self._last_sync: datetime | None = None
         self._last_reconcile: datetime | None = None
@@ -68,7 +65,7 @@ class CollectionState:
         """Skip a file that failed before and has not changed since (it was logged already)."""
         with self._lock:
             bad = self._bad.get(item.rel)
-        return bad is not None and bad[0] == _signature(item.path)
+        return bad is not None and bad[0] == kb.signature(item.path)
 
     def leave_for_now(self, item: kb.KbFile) -> bool:
         """During a full reconcile: skip known-bad files and files still in the queue; a file
@@ -85,7 +82,7 @@ class CollectionState:
 
     def record(self, report: SyncReport, full: bool) -> None:
         """Take in a finished sync: known files, bad files (logged once), counters."""
-        vanished = [rel for rel in report.errors if _signature(self.root / rel) is None]
+        vanished = [rel for rel in report.errors if kb.signature(self.root / rel) is None]
         for rel in vanished:
             self.pending.touch(rel)  # deleted while being read: its chunks go next round
         now = datetime.now(UTC)
@@ -95,7 +92,7 @@ class CollectionState:
             self.failures = 0
             self.retry_at = 0.0
             for rel, reason in report.errors.items():
-                signature = _signature(self.root / rel)
+                signature = kb.signature(self.root / rel)
                 if signature is not None:
                     self._bad[rel] = (signature, reason)
             for rel in report.current | report.gone:
@@ -175,14 +172,6 @@ class CollectionState:
                 "skipped_files": dict(sorted(self._skips.items())),
                 "counters": dict(self.counters),
             }
-
-
-def _signature(path: Path) -> Signature | None:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
 def _iso(moment: datetime | None) -> str | None:

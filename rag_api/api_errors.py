@@ -103,7 +103,7 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _rag_error(request: Request, exc: RagError) -> JSONResponse:
         if exc.status >= 500:
             log.warning("%s %s -> %s: %s", request.method, request.url.path, exc.code, exc.message)
-        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else exc.headers
         return render_error(request.scope, exc.status, exc.code, exc.message, exc.param, headers)
 
     @app.exception_handler(RequestValidationError)

@@ -18,8 +18,9 @@ from rag_api.limits import BodyLimit
 from rag_api.ops.listening import announce, withdraw
 from rag_api.readiness import disk_problem
 from rag_api.request_log import RequestLog
-from rag_api.routes import admin, collections, health, indexer, openai, ops, query
+from rag_api.routes import admin, collections, health, indexer, openai, ops, query, uploads
 from rag_api.settings import Settings
+from rag_api.uploads.service import Uploads
 
 log = logging.getLogger("rag_api.app")
 
@@ -51,8 +52,12 @@ def create_app(
                 from indexer import Watcher
 
                 app.state.watcher = await anyio.to_thread.run_sync(Watcher(opened).start)
+            app.state.uploads = await anyio.to_thread.run_sync(Uploads(opened).start)
             yield
         finally:
+            if app.state.uploads is not None:
+                await anyio.to_thread.run_sync(app.state.uploads.stop)
+                app.state.uploads = None
             if app.state.watcher is not None:
                 await anyio.to_thread.run_sync(app.state.watcher.stop)
                 app.state.watcher = None
@@ -71,9 +76,14 @@ def create_app(
     app.state.settings = settings
     app.state.hub = None
     app.state.watcher = None
+    app.state.uploads = None
     install_error_handlers(app)
     app.add_middleware(JsonBodies)
-    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=settings.max_body_bytes,
+        wider={uploads.UPLOAD_PATH: settings.upload_max_bytes},
+    )
     app.add_middleware(RequestLog)  # outermost: its id and timing cover every other layer
     routers = (
         health.router,
@@ -83,6 +93,7 @@ def create_app(
         ops.router,
         indexer.router,
         admin.router,
+        uploads.router,
     )
     for router in routers:
         app.include_router(router)

@@ -1,27 +1,44 @@
-"""Replacing a small file so that readers see the old or the new content, never a half."""
+"""Replacing a file so that readers see the old or the new content, never a half."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 
 def write_atomically(path: Path, text: str) -> None:
     """Write `text` to a temp file beside `path`, fsync it, rename it over `path` (keeping the
     file's permissions; 0644 for a new one) and fsync the folder, so the rename survives a crash."""
+    _write(path, lambda handle: handle.write(text.encode("utf-8")), replace=True)
+
+
+def copy_atomically(path: Path, source: BinaryIO, *, replace: bool = True) -> None:
+    """Copy the stream `source` into `path` the same way. With `replace=False` an existing `path`
+    is never touched: FileExistsError, even when another process creates it meanwhile (the temp
+    file is hard-linked into place, which fails rather than overwrite)."""
+    _write(path, lambda handle: shutil.copyfileobj(source, handle, 1024 * 1024), replace=replace)
+
+
+def _write(path: Path, fill: Callable[[BinaryIO], object], *, replace: bool) -> None:
     mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
+    # a hidden temp name: the folder watcher ignores it, so only the finished file is indexed
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            fill(handle)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
+        if replace:
+            os.replace(tmp, path)
+        else:
+            os.link(tmp, path)
+    finally:
         Path(tmp).unlink(missing_ok=True)
-        raise
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)

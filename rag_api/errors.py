@@ -10,6 +10,7 @@ class RagError(Exception):
 
     code = "INTERNAL_ERROR"
     status = 500
+    headers: dict[str, str] | None = None  # response headers the error needs (Retry-After)
 
     def __init__(self, message: str, *, param: str | None = None) -> None:
         super().__init__(message)
@@ -153,6 +154,46 @@ class InsufficientStorage(RagError):
 
     code = "INSUFFICIENT_STORAGE"
     status = 507
+
+
+class UnsupportedFileType(RagError):
+    """An upload of a type no reader handles (rag_api.readers)."""
+
+    code = "UNSUPPORTED_FILE_TYPE"
+    status = 415
+
+
+class FileExists(RagError):
+    code = "FILE_EXISTS"
+    status = 409
+
+
+class FileNotFound(RagError):
+    code = "FILE_NOT_FOUND"
+    status = 404
+
+
+class JobNotFound(RagError):
+    code = "JOB_NOT_FOUND"
+    status = 404
+
+
+class NoKbFolder(RagError):
+    """A collection fed only through the admin API (no `kb:`) has no folder to hold files."""
+
+    code = "NO_KB_FOLDER"
+    status = 409
+
+
+class QueueFull(RagError):
+    """The bounded indexing queue has no room: the client should retry after `retry_after` s."""
+
+    code = "QUEUE_FULL"
+    status = 429
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.headers = {"Retry-After": str(retry_after)}
 
 
 class NotReady(RagError):

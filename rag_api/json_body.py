@@ -15,7 +15,8 @@ UNLABELLED = {b"", b"application/x-www-form-urlencoded", b"text/plain"}
 
 
 class JsonBodies:
-    """Relabels an unlabelled request body as JSON before routing; no route here takes a form.
+    """Relabels an unlabelled request body as JSON before routing; no route here takes a form
+    (file uploads are multipart, passed through untouched).
     A body that is not JSON then gets the usual 422 in the one error shape. A JSON body holding
     what no route can use (nesting past MAX_DEPTH, a lone surrogate, NaN or Infinity, an integer
     beyond 64 bits) is refused here in the route's error shape, before any route runs."""
@@ -28,7 +29,11 @@ class JsonBodies:
             await self.app(scope, receive, send)
             return
         label = dict(scope["headers"]).get(b"content-type", b"")
-        if label.split(b";")[0].strip().lower() in UNLABELLED:
+        kind = label.split(b";")[0].strip().lower()
+        if kind == b"multipart/form-data":  # a file upload: streamed to its route, never held here
+            await self.app(scope, receive, send)
+            return
+        if kind in UNLABELLED:
             headers = [(k, v) for k, v in scope["headers"] if k != b"content-type"]
             headers.append((b"content-type", b"application/json"))
             scope = {**scope, "headers": headers}

@@ -14,6 +14,9 @@ from rag_api.config import ChunkingConfig
 from rag_api.errors import KbFolderMissing
 
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
+# Skips that say something about the file's owner's intent (not a file meant for the index): not
+# worth a log line, nor a row in a listing of the folder's files
+QUIET_SKIPS = {"unsupported type", "editor swap/backup file", "generated ('_' prefix)"}
 _BACKUP_SUFFIXES = (".swp", ".swo", ".swx", ".tmp", ".temp", ".bak", ".part", ".crdownload", "~")
 
 
@@ -60,6 +63,19 @@ def require_folder(root: Path) -> None:
     problem = folder_problem(root)
     if problem is not None:
         raise KbFolderMissing(f"{problem}: nothing synced, no chunk deleted")
+
+
+Signature = tuple[int, int, int]  # size, mtime, ctime: a chmod or any write changes it
+
+
+def signature(path: Path) -> Signature | None:
+    """What changes whenever the file does (None: it is gone): a file that failed is not
+    retried, and a cached hash is reused, while this stays the same."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
 def relative(root: Path, path: Path) -> str:

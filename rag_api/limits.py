@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -11,17 +14,21 @@ from rag_api.api_errors import render_error
 class BodyLimit:
     """Refuses bodies over `max_bytes`: by Content-Length up front, else while they stream in."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(
+        self, app: ASGIApp, max_bytes: int, wider: Mapping[re.Pattern[str], int] | None = None
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.wider = dict(wider or {})  # paths that take larger bodies (file uploads): their limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self._limit(scope["path"])
         declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._refuse(scope, receive, send)
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await self._refuse(scope, receive, send, limit)
             return
         received = 0
         started = False
@@ -31,8 +38,8 @@ class BodyLimit:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    raise _TooLarge(self._message())
+                if received > limit:
+                    raise _TooLarge(self._message(limit))
             return message
 
         async def tracking_send(message: Message) -> None:
@@ -44,13 +51,16 @@ class BodyLimit:
             await self.app(scope, limited_receive, tracking_send)
         except _TooLarge:
             if not started:
-                await self._refuse(scope, receive, send)
+                await self._refuse(scope, receive, send, limit)
 
-    def _message(self) -> str:
-        return f"request body is larger than the {self.max_bytes} byte limit"
+    def _limit(self, path: str) -> int:
+        return next((n for pattern, n in self.wider.items() if pattern.match(path)), self.max_bytes)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        response = render_error(scope, 413, "PAYLOAD_TOO_LARGE", self._message())
+    def _message(self, limit: int) -> str:
+        return f"request body is larger than the {limit} byte limit"
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, limit: int) -> None:
+        response = render_error(scope, 413, "PAYLOAD_TOO_LARGE", self._message(limit))
         await response(scope, receive, send)
 
 

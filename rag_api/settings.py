@@ -50,6 +50,12 @@ class Settings(BaseSettings):
     max_file_bytes: int = Field(default=DEFAULT_MAX_BYTES, gt=0)  # larger kb files are skipped
     watch_debounce_s: float = Field(default=1.0, ge=0)  # a file is indexed once quiet this long
     watch_rescan_s: float = Field(default=300.0, ge=0)  # full reconcile period; 0 = only at start
+    # uploads (POST /v1/collections/{c}/files): a request's files together (a file alone is held
+    # to max_file_bytes), files a request, jobs waiting to be indexed (429 above), jobs kept
+    upload_max_bytes: int = Field(default=200 * 1024 * 1024, gt=0)
+    upload_max_files: int = Field(default=100, ge=1)
+    upload_queue: int = Field(default=32, ge=1)
+    upload_history: int = Field(default=200, ge=1)
     # LLM upstreams: answers generated at once (more wait their turn, holding no worker), and
     # the circuit breaker: this many failures in a row stop calls to a server for the cool-down
     max_generations: int = Field(default=4, ge=1)

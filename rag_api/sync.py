@@ -37,6 +37,7 @@ class SyncReport:
     skipped: dict[str, str] = field(default_factory=dict)
     current: set[str] = field(default_factory=set)  # files whose chunks match the folder now
     gone: set[str] = field(default_factory=set)  # files whose chunks were removed
+    per_file: dict[str, WriteStats] = field(default_factory=dict)  # what each file written took
     seconds: float = 0.0
 
     @property
@@ -62,22 +63,38 @@ class SyncReport:
         }
 
 
+@dataclass
+class StoredFile:
+    """What the store holds of one kb file."""
+
+    hashes: set[str]  # the content hashes its chunks carry (see stored_files)
+    chunks: int = 0
+
+
 def stored_files(collection: Collection, files: Iterable[str] | None = None) -> dict[str, set[str]]:
     """Each indexed kb file (all, or those among `files`) and the content hashes its chunks carry
     (more than one = half-updated; INCOMPLETE among them = some of its chunks are missing)."""
+    return {rel: stored.hashes for rel, stored in file_inventory(collection, files).items()}
+
+
+def file_inventory(
+    collection: Collection, files: Iterable[str] | None = None
+) -> dict[str, StoredFile]:
+    """`stored_files` with each file's chunk count."""
     selector = file_scope(None if files is None else sorted(set(files)))
-    found: dict[str, set[str]] = {}
-    counted: dict[str, list[int]] = {}  # file -> [chunks stored, chunks it was written with]
+    found: dict[str, StoredFile] = {}
+    written_with: dict[str, int] = {}  # file -> chunks it was written with
     for record in collection.scan(selector, fields=FILE_FIELDS):
-        stored = payload.StoredChunk(record.payload)
-        if stored.file is not None:
-            found.setdefault(stored.file, set()).add(stored.doc_hash)
-            written = stored.file_chunks
-            count = counted.setdefault(stored.file, [0, written if written is not None else -1])
-            count[0] += 1
-    for name, (stored_count, written) in counted.items():
-        if stored_count != written:
-            found[name].add(INCOMPLETE)
+        chunk = payload.StoredChunk(record.payload)
+        if chunk.file is not None:
+            stored = found.setdefault(chunk.file, StoredFile(set()))
+            stored.hashes.add(chunk.doc_hash)
+            stored.chunks += 1
+            written = chunk.file_chunks
+            written_with.setdefault(chunk.file, written if written is not None else -1)
+    for name, stored in found.items():
+        if stored.chunks != written_with[name]:
+            stored.hashes.add(INCOMPLETE)
     return found
 
 
@@ -243,6 +260,7 @@ def _flush(
         report.indexed += 1
         rel = write.provenance[payload.FILE]
         report.current.add(rel)
+        report.per_file[rel] = stats
         was = write.reuse_from.files if write.reuse_from is not None else None  # (old path,)
         log.info(
             "%s: indexed %s%s: %d chunks (embedded %d, reused %d, deleted %d)",
