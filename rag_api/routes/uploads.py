@@ -91,6 +91,8 @@ async def upload(
     try:
         form = await request.form(max_files=settings.upload_max_files, max_fields=16)
     except StarletteHTTPException as exc:  # starlette's multipart limits and parse errors
+        if exc.status_code != 400:
+            raise  # the body limit (413), cut while the form streamed in
         if "Too many files" in str(exc.detail):
             raise PayloadTooLarge(
                 f"more than {settings.upload_max_files} files in one request (RAG_UPLOAD_MAX_FILES)"

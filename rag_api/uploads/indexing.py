@@ -168,7 +168,8 @@ class IndexQueue:
         }
 
     def _failed(self, name: str, rel: str, reason: str) -> dict[str, object]:
-        root = self.hub.collections[name].kb_path
+        collection = self.hub.collections.get(name)  # gone from collections.yaml since?
+        root = collection.kb_path if collection is not None else None
         if root is not None:
             self.failures.record(name, root / rel, rel, reason)
         return {"error": reason}

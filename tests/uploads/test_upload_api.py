@@ -287,3 +287,41 @@ def test_jobs_outlive_a_restart_and_one_cut_short_runs_again(
         assert rerun["status"] == "done" and rerun["files"][0]["chunks"] == 1
         assert [j["id"] for j in http.get("/v1/jobs").json()["jobs"]] == ["cutshort", done["id"]]
         assert file_states(http)["late.md"]["state"] == "indexed"
+
+
+def test_a_kb_disk_without_room_is_507_and_nothing_is_written(start, kb: Path) -> None:
+    server = start(min_free_mb=10**9)  # more than any disk has: every write needs it free
+    with server.client() as http:
+        answer = upload(http, [("guide.md", GUIDE)])
+        message = assert_error_shape(answer, 507, "INSUFFICIENT_STORAGE")["message"]
+        assert "write 1 uploaded files" in message and str(kb) in message
+    assert not (kb / "guide.md").exists()
+
+
+def test_a_streamed_body_over_the_limit_is_413_and_a_broken_form_422(start, kb: Path) -> None:
+    """Without a Content-Length the limit is counted as the body streams in."""
+    server = start(upload_max_bytes=4000)
+    head = (
+        b'--edge\r\nContent-Disposition: form-data; name="files"; filename="big.md"\r\n'
+        b"Content-Type: text/markdown\r\n\r\n"
+    )
+
+    def body(size: int):
+        yield head
+        for _ in range(size // 500):
+            yield b"x" * 500
+        yield b"\r\n--edge--\r\n"
+
+    multipart = {"content-type": "multipart/form-data; boundary=edge"}
+    url = "/v1/collections/docs/files"
+    with server.client() as http:
+        over = http.post(url, content=body(6000), headers=multipart)
+        assert "4000 byte limit" in assert_error_shape(over, 413, "PAYLOAD_TOO_LARGE")["message"]
+        fits = http.post(url, content=body(1000), headers=multipart)
+        assert fits.status_code == 202, fits.text
+        unbounded = {"content-type": "multipart/form-data"}  # no boundary: parts cannot be found
+        broken = http.post(url, content=b"--edge\r\nnonsense", headers=unbounded)
+        assert "boundary" in assert_error_shape(broken, 422, "INVALID_REQUEST")["message"]
+        empty = http.post(url, content=b"--edge\r\nnonsense", headers=multipart)
+        assert "at least one file" in assert_error_shape(empty, 422, "INVALID_REQUEST")["message"]
+    assert (kb / "big.md").stat().st_size == 1000
