@@ -18,7 +18,17 @@ from rag_api.limits import BodyLimit
 from rag_api.ops.listening import announce, withdraw
 from rag_api.readiness import disk_problem
 from rag_api.request_log import RequestLog
-from rag_api.routes import admin, collections, health, indexer, openai, ops, query, uploads
+from rag_api.routes import (
+    admin,
+    collections,
+    evaluation,
+    health,
+    indexer,
+    openai,
+    ops,
+    query,
+    uploads,
+)
 from rag_api.settings import Settings
 from rag_api.uploads.service import Uploads
 
@@ -94,6 +104,7 @@ def create_app(
         indexer.router,
         admin.router,
         uploads.router,
+        evaluation.router,
     )
     for router in routers:
         app.include_router(router)

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from rag_api.commands.config import config as config_group
+from rag_api.commands.eval import eval_command
 from rag_api.commands.index import index
 from rag_api.commands.reads import collections_, query
 from rag_api.commands.serve import serve, watch
@@ -49,7 +50,17 @@ def cli(ctx: click.Context, config: Path | None, data_dir: Path | None, verbose:
 
 
 # one line per command or group; click lists them in --help alphabetically
-for command in (serve, watch, index, query, collections_, config_group, check, migrate):
+for command in (
+    serve,
+    watch,
+    index,
+    query,
+    collections_,
+    config_group,
+    check,
+    migrate,
+    eval_command,
+):
     cli.add_command(command)
 
 

@@ -55,6 +55,13 @@ class CollectionDisabled(RagError):
         super().__init__(f"collection '{name}' is disabled (enabled: false in collections.yaml)")
 
 
+class EvalTooLong(RagError):
+    """An evaluation asked over HTTP that needs more than one request may take (RAG_EVAL_MAX_S)."""
+
+    code = "EVAL_TOO_LONG"
+    status = 413
+
+
 class ChunkNotFound(RagError):
     code = "CHUNK_NOT_FOUND"
     status = 404

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag_api.collection import Collection
-from rag_api.config import Mode
+from rag_api.config import EmbedderConfig, Mode, RetrievalConfig
 from rag_api.diversity import candidate_pool, diversify
 from rag_api.metrics import observe_stages
 from rag_api.passage import Passage
@@ -42,6 +42,10 @@ class SearchRequest:
     relative_threshold: float | None = None
     rerank: bool | None = None
     diversity: float | None = None
+    # what `rag-hub eval` varies: settings tried instead of the collection's before they are
+    # written, and the query's vector embedded once for many tries (by the collection's model)
+    settings: RetrievalConfig | None = None
+    vector: tuple[float, ...] | None = None
 
     def selector(self) -> Selector:
         return Selector(
@@ -59,7 +63,7 @@ class SearchOutcome:
 
 def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
     """The passages that answer a query, best first, filters and thresholds applied."""
-    cfg = collection.cfg.retrieval
+    cfg = request.settings or collection.cfg.retrieval
     top_k = request.top_k or cfg.top_k
     threshold = cfg.threshold if request.threshold is None else request.threshold
     relative = (
@@ -75,7 +79,7 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
         return SearchOutcome([], mode, timings)
     wants_dense, wants_sparse = search_sides(mode, target.info)
     started = time.perf_counter()
-    dense = collection.embed_query(request.query, target.embedder).tolist() if wants_dense else None
+    dense = _query_vector(collection, request, target.embedder) if wants_dense else None
     sparse = collection.sparse.query(request.query) if wants_sparse else None
     timings["embed"] = _ms(started)
     pool = max(top_k, reranker.candidates if reranker else 0)
@@ -111,6 +115,14 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
         passages = [p for p in passages if _primary(p, mode) >= relative * best]
     observe_stages(collection.name, timings)
     return SearchOutcome(passages[:top_k], mode, timings)
+
+
+def _query_vector(
+    collection: Collection, request: SearchRequest, embedder: EmbedderConfig
+) -> list[float]:
+    if request.vector is not None:
+        return list(request.vector)
+    return collection.embed_query(request.query, embedder).tolist()
 
 
 def _primary(passage: Passage, mode: Mode) -> float:

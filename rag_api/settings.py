@@ -61,6 +61,10 @@ class Settings(BaseSettings):
     max_generations: int = Field(default=4, ge=1)
     llm_failures: int = Field(default=3, ge=1)
     llm_cooldown_s: float = Field(default=30.0, gt=0)
+    # rag-hub eval: the longest one HTTP evaluation may run; the nDCG@10 drop since the last
+    # nightly check that makes a finding (collections with `eval:` in collections.yaml)
+    eval_max_s: float = Field(default=120.0, gt=0)
+    eval_margin: float = Field(default=0.05, ge=0)
 
     @field_validator("qdrant_url", "qdrant_api_key", "api_key", "admin_api_key", mode="before")
     @classmethod

@@ -16,6 +16,7 @@ from rag_api.ops.progress import Bars
 from rag_api.settings import Settings
 
 if TYPE_CHECKING:
+    from rag_api.evaluation.request import EvalBody
     from rag_api.query import QueryBody
 
 LONG = 4 * 3600.0  # a check with repairs or a migration of a big collection takes a while
@@ -92,6 +93,10 @@ class OpsClient:
     def query(self, collection: str, body: QueryBody) -> dict[str, Any]:
         payload = body.model_dump(mode="json", exclude_unset=True)
         return self._post(f"/query/{quote(collection, safe='')}", payload)
+
+    def eval(self, collection: str, body: EvalBody) -> dict[str, Any]:
+        payload = body.model_dump(mode="json", exclude_unset=True)
+        return self._post(f"/v1/collections/{quote(collection, safe='')}/eval", payload)
 
     def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         return self._call("POST", path, body)

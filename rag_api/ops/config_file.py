@@ -1,4 +1,5 @@
-"""collections.yaml edits made by a migration: the collection's embedder, comments kept."""
+"""collections.yaml edits, comments kept: a migration's embedder, `rag-hub eval --write`'s
+retrieval settings."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
 from rag_api.atomic import write_atomically
-from rag_api.config import EmbedderConfig, parse_config, yaml_error
+from rag_api.config import EmbedderConfig, RetrievalConfig, parse_config, yaml_error
 from rag_api.errors import ConfigError
 
 
@@ -21,6 +22,26 @@ def with_embedder(path: Path, name: str, embedder: EmbedderConfig) -> tuple[str,
     """collections.yaml's text now, and with `name`'s embedder replaced (validated): a block that
     anchors, aliases or merge keys share with another collection is copied first, so every other
     collection's effective config stays as it was."""
+    wanted = embedder.model_dump(exclude_defaults=True)
+    return _with_block(path, name, "embedder", embedder, wanted, drop_others=True)
+
+
+def with_retrieval(path: Path, name: str, retrieval: RetrievalConfig) -> tuple[str, str]:
+    """collections.yaml's text now, and with `name`'s retrieval block set to `retrieval`: only
+    the keys whose value changes are written (the others, and their comments, stay)."""
+    old = path.read_text(encoding="utf-8")
+    current = parse_config(YAML(typ="safe").load(old), path).collection(name).retrieval
+    before, after = current.model_dump(), retrieval.model_dump()
+    changed = {key: value for key, value in after.items() if before[key] != value}
+    return _with_block(path, name, "retrieval", retrieval, changed, drop_others=False)
+
+
+def _with_block(
+    path: Path, name: str, key: str, block: Any, wanted: dict[str, Any], drop_others: bool
+) -> tuple[str, str]:
+    """The file's text now and with `wanted` set in `name`'s `key` block (keys not wanted
+    removed when `drop_others`), refused unless the result loads with `block` as that block
+    and every other collection unchanged."""
     old = path.read_text(encoding="utf-8")
     yaml = _yaml()
     try:
@@ -35,21 +56,22 @@ def with_embedder(path: Path, name: str, embedder: EmbedderConfig) -> tuple[str,
     if id(entry) in _shared_nodes(document) or entry.merge:
         entry = collections[name] = _copy(entry)  # its values are now shared with the original
     shared = _shared_nodes(document)
-    wanted = embedder.model_dump(exclude_defaults=True)
-    current = entry.get("embedder")
+    current = entry.get(key)
     if isinstance(current, CommentedMap) and id(current) not in shared and not current.merge:
-        for key in [k for k in current if k not in wanted]:
-            del current[key]
-        for key, value in wanted.items():
-            if current.get(key) != value:
-                _drop_line_comment(current, key)  # it described the old value
-            current[key] = value
-    else:
-        entry["embedder"] = CommentedMap(wanted)
+        for old_key in [k for k in current if drop_others and k not in wanted]:
+            del current[old_key]
+        for new_key, value in wanted.items():
+            if current.get(new_key) != value:
+                _drop_line_comment(current, new_key)  # it described the old value
+            current[new_key] = value
+    elif drop_others or current is None:
+        entry[key] = CommentedMap(wanted)
+    else:  # a shared or merged block: this collection gets its own copy, with the changes
+        entry[key] = CommentedMap({**current, **wanted})
     out = io.StringIO()
     yaml.dump(document, out)
     new = out.getvalue()
-    _only_changes(path, old, new, name, embedder)  # never write a file that would not load
+    _only_changes(path, old, new, name, key, block)  # never write a file that would not load
     return old, new
 
 
@@ -72,21 +94,29 @@ def writable_or_why(path: Path) -> str | None:
 
 def set_embedder(path: Path, name: str, embedder: EmbedderConfig) -> bool:
     """Write `name`'s new embedder into collections.yaml; False when it already had it."""
-    old, new = with_embedder(path, name, embedder)
+    return _write(path, *with_embedder(path, name, embedder))
+
+
+def set_retrieval(path: Path, name: str, retrieval: RetrievalConfig) -> bool:
+    """Write `name`'s new retrieval settings into collections.yaml; False when it had them."""
+    return _write(path, *with_retrieval(path, name, retrieval))
+
+
+def _write(path: Path, old: str, new: str) -> bool:
     if old == new:
         return False
     write_atomically(path, new)
     return True
 
 
-def _only_changes(path: Path, old: str, new: str, name: str, embedder: EmbedderConfig) -> None:
-    """Refuse an edit that would change anything but `name`'s embedder."""
+def _only_changes(path: Path, old: str, new: str, name: str, key: str, block: Any) -> None:
+    """Refuse an edit that would change anything but `name`'s `key` block."""
     before, after = (parse_config(YAML(typ="safe").load(text), path) for text in (old, new))
-    expected = before.collections[name].model_copy(update={"embedder": embedder})
+    expected = before.collections[name].model_copy(update={key: block})
     for other, cfg in before.collections.items():
         if after.collections.get(other) != (expected if other == name else cfg):
             raise ConfigError(
-                f"{path}: changing the embedder of '{name}' would change '{other}' too "
+                f"{path}: changing the {key} of '{name}' would change '{other}' too "
                 "(a block shared through anchors); give the collection its own block first"
             )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rag_api.evaluation.request import EvalBody, run_eval
 from rag_api.hub import Hub
 from rag_api.ops.check import run_check
 from rag_api.ops.migrate import MigrateBody, drop_old, run_migration
@@ -38,3 +39,6 @@ class LocalOps:
 
     def query(self, collection: str, body: QueryBody) -> dict[str, Any]:
         return run_query(self.hub, collection, body)
+
+    def eval(self, collection: str, body: EvalBody) -> dict[str, Any]:
+        return run_eval(self.hub, collection, body)  # no time bound: the user's own process

@@ -1,15 +1,7 @@
 """Dataset loaders and trec_eval-compatible IR metrics for the retrieval benchmarks
 (and, in evallib.server, a hub server for the benchmarks that measure over HTTP)."""
 
-from scripts.evallib.datasets import (
-    DATASETS,
-    Dataset,
-    Doc,
-    default_data_dir,
-    load_dataset,
-    subsample,
-)
-from scripts.evallib.metrics import (
+from rag_api.evaluation.metrics import (
     Evaluation,
     chunks_to_docs,
     evaluate,
@@ -18,6 +10,14 @@ from scripts.evallib.metrics import (
     ndcg_at_k,
     rank,
     recall_at_k,
+)
+from scripts.evallib.datasets import (
+    DATASETS,
+    Dataset,
+    Doc,
+    default_data_dir,
+    load_dataset,
+    subsample,
 )
 
 __all__ = [

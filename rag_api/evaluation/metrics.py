@@ -45,6 +45,11 @@ def mrr_at_k(ranked: Sequence[str], rels: dict[str, int], k: int) -> float:
     return next((1 / (i + 1) for i, d in enumerate(ranked[:k]) if rels.get(d, 0) > 0), 0.0)
 
 
+def hit_at_k(ranked: Sequence[str], rels: dict[str, int], k: int) -> float:
+    """1 when a relevant (grade > 0) doc is among the top k, else 0 (hit@1: the first is right)."""
+    return float(any(rels.get(d, 0) > 0 for d in ranked[:k]))
+
+
 def evaluate(
     run: dict[str, list[tuple[str, float]]],
     qrels: dict[str, dict[str, int]],
