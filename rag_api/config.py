@@ -156,6 +156,9 @@ class CollectionConfig(Strict):
     llm: LLMConfig = LLMConfig()
     citations: bool = True
     qdrant: QdrantConfig = QdrantConfig()
+    # a question file (JSONL/CSV, relative to this file) the nightly `rag-hub check` measures
+    # retrieval on, reporting a drop in nDCG@10 since its last run (rag_api/evaluation/history.py)
+    eval: Path | None = None
 
 
 class HubConfig(Strict):

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from rag_api.config import Mode
 from rag_api.errors import EvalTooLong, InvalidRequest
 from rag_api.evaluation.generate import MAX_GENERATE, WARNING, draft
-from rag_api.evaluation.questions import MAX_QUESTIONS, Question, parse_rows
+from rag_api.evaluation.questions import MAX_QUESTIONS, parse_rows
 from rag_api.evaluation.run import MODES, families, label, run
 from rag_api.evaluation.tune import Tuner
 from rag_api.hub import Hub
@@ -76,10 +76,4 @@ def run_eval(
     return response
 
 
-def configured_score(hub: Hub, collection: str, questions: list[Question]) -> dict[str, Any]:
-    """The collection's own settings on `questions` (what the nightly check compares)."""
-    kb = hub.collection(collection)
-    return run(kb, questions, kb.cfg.retrieval).summary(10)
-
-
-__all__ = ["EvalBody", "EvalTooLong", "configured_score", "run_eval"]
+__all__ = ["EvalBody", "EvalTooLong", "run_eval"]

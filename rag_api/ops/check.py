@@ -7,6 +7,7 @@ import time
 from datetime import UTC, datetime
 
 from rag_api.errors import RagError
+from rag_api.evaluation.history import nightly
 from rag_api.hub import Hub
 from rag_api.ops.findings import ERROR, CheckReport, CollectionResult, Finding
 from rag_api.ops.inspection import inspect_collection
@@ -64,6 +65,8 @@ def check_collection(
         known = {f.key for f in result.findings}
         result.findings += [f for f in again.findings if f.key not in known]
         inspection = again
+    if (dropped := nightly(hub, name)) is not None:  # collections with an `eval:` file
+        result.findings.append(Finding(name, "eval", ERROR, dropped))
     if inspection.info is not None:
         result.physical, result.points = inspection.info.physical, inspection.info.points
     log.info("%s: %d findings, %d repairs", name, len(result.findings), len(result.repairs))
