@@ -14,20 +14,12 @@ from typing import Any
 
 from rag_api.atomic import write_atomically
 from rag_api.errors import RagError
-from rag_api.evaluation.questions import load_questions
+from rag_api.evaluation.questions import configured_file, load_questions
 from rag_api.evaluation.run import run
 from rag_api.hub import Hub
 
 log = logging.getLogger("rag_api.evaluation")
 METRIC = "ndcg@10"
-
-
-def questions_path(hub: Hub, name: str) -> Path | None:
-    """The collection's question file, relative paths read from collections.yaml's folder."""
-    path = hub.config.collection(name).eval
-    if path is None or path.is_absolute() or hub.config.path is None:
-        return path
-    return hub.config.path.parent / path
 
 
 def record_path(hub: Hub, name: str) -> Path:
@@ -37,13 +29,13 @@ def record_path(hub: Hub, name: str) -> Path:
 def nightly(hub: Hub, name: str) -> str | None:
     """Measure `name` on its eval file and record it; the problem to report, if any (None when
     no file is configured, on the first run, or when nDCG@10 held)."""
-    path = questions_path(hub, name)
+    path = configured_file(hub.config, name)
     if path is None:
         return None
     try:
         questions = load_questions(path)
         kb = hub.collection(name, enabled_only=False)
-        summary = run(kb, questions, kb.cfg.retrieval).summary(10)
+        summary = run(kb, questions, kb.cfg.retrieval, timed=True).summary(10)
     except RagError as exc:
         return f"eval file {path}: {exc.message}"
     now = {

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rag_api.config import HubConfig
 from rag_api.errors import InvalidRequest
 
 MAX_QUESTIONS = 5000
@@ -64,6 +65,14 @@ class Question:
         if self.chunk is not None:
             row["chunk"] = self.chunk
         return row
+
+
+def configured_file(config: HubConfig, name: str) -> Path | None:
+    """The collection's `eval:` question file, a relative path read from collections.yaml's folder."""
+    path = config.collection(name).eval
+    if path is None or path.is_absolute() or config.path is None:
+        return path
+    return config.path.parent / path
 
 
 def normalise(text: str) -> str:

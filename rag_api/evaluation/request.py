@@ -12,7 +12,7 @@ from rag_api.config import Mode
 from rag_api.errors import EvalTooLong, InvalidRequest
 from rag_api.evaluation.generate import MAX_GENERATE, WARNING, draft
 from rag_api.evaluation.questions import MAX_QUESTIONS, parse_rows
-from rag_api.evaluation.run import MODES, families, label, run
+from rag_api.evaluation.run import MODES, embed_all, families, label, run
 from rag_api.evaluation.tune import Tuner
 from rag_api.hub import Hub
 
@@ -54,8 +54,9 @@ def run_eval(
     known = kb.sources()
     unknown = sorted({s for q in questions for s in q.sources} - set(known))
     rows = []
+    vectors = embed_all(kb, questions, modes)
     for settings in families(current, modes):
-        result = run(kb, questions, settings, body.k, deadline=deadline)
+        result = run(kb, questions, settings, body.k, vectors, deadline, timed=True)
         row = {"label": label(settings), "configured": settings == current}
         rows.append(row | result.summary(body.k))
     response: dict[str, Any] = {

@@ -84,12 +84,14 @@ def run(
     k: int = 10,
     vectors: list[tuple[float, ...]] | None = None,
     deadline: float | None = None,
+    timed: bool = False,
 ) -> RunResult:
-    """Every question through retrieval with `settings`. Without `vectors` each question is also
-    asked once as `/query` asks it (top_k passages, embedding included) and timed; with them (the
-    tuner's many tries) the answer is the ranking's first top_k passages, the same list unless MMR
-    is on (it picks its top_k differently, so it is asked for). Past `deadline` (monotonic
-    seconds) it raises EvalTooLong."""
+    """Every question through retrieval with `settings` (the ranking search reuses `vectors`,
+    embedded once for many settings). `timed`: each question is also asked once exactly as
+    `/query` asks it (top_k passages, embedding included), timed, and that answer is judged;
+    otherwise the answer is the ranking's first top_k passages — the same list, unless MMR is on
+    (it picks its top_k differently, so it is asked for). Past `deadline` (monotonic seconds) it
+    raises EvalTooLong."""
     judged = []
     for i, question in enumerate(questions):
         if deadline is not None and time.monotonic() > deadline:
@@ -106,12 +108,13 @@ def run(
             ),
         ).passages
         latency = None
-        if vectors is None or settings.diversity > 0:
+        if timed or settings.diversity > 0:
             started = time.perf_counter()
             answer = search(
-                collection, SearchRequest(question.text, settings=settings, vector=vector)
+                collection,
+                SearchRequest(question.text, settings=settings, vector=None if timed else vector),
             ).passages
-            latency = time.perf_counter() - started
+            latency = time.perf_counter() - started if timed else None
         else:
             answer = ranked[: settings.top_k]
         judged.append(judge(question, ranked, answer, k, latency))
@@ -177,8 +180,12 @@ def label(settings: RetrievalConfig) -> str:
     return f"hybrid/{settings.fusion}" if settings.mode == "hybrid" else settings.mode
 
 
-def embed_all(collection: Collection, questions: list[Question]) -> list[tuple[float, ...]]:
-    """Each question's vector, embedded once for all the settings a tuner tries."""
+def embed_all(
+    collection: Collection, questions: list[Question], modes: tuple[str, ...] = MODES
+) -> list[tuple[float, ...]] | None:
+    """Each question's vector, embedded once for all the settings tried (None: sparse only)."""
+    if all(mode == "sparse" for mode in modes):
+        return None
     return [tuple(collection.embed_query(q.text).tolist()) for q in questions]
 
 

@@ -175,8 +175,7 @@ class Tuner:
             for knob in KNOBS
             if knob.name in RetrievalConfig.model_fields and (self.thresholds or not knob.cuts)
         ]
-        needs_dense = any(m != "sparse" for m in self.modes) or current.mode != "sparse"
-        self.vectors = embed_all(collection, questions) if needs_dense else None
+        self.vectors = embed_all(collection, questions, (*self.modes, current.mode))
         self.runs: dict[str, RunResult] = {}
 
     def result(self, settings: RetrievalConfig) -> RunResult:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from rag_api.config import EmbedderConfig, HubConfig
 from rag_api.embedder_dims import dim_problem, offline_problem
 from rag_api.errors import RagError
+from rag_api.evaluation.questions import configured_file, load_questions
 from rag_api.kb import folder_problem
 from rag_api.providers import EMBEDDERS
 from rag_api.settings import Settings
@@ -32,6 +33,11 @@ def review(settings: Settings, config: HubConfig, online: bool = False) -> list[
         item = Review(name, f"{name}: {embedder.id} {embedder.dim}d, {cfg.language}, {where}")
         if kb_path is not None and (problem := folder_problem(kb_path)):
             item.problems.append(problem)
+        if (questions := configured_file(config, name)) is not None:
+            try:
+                load_questions(questions)  # what the nightly check will measure
+            except RagError as exc:
+                item.problems.append(f"eval: {exc.message}")
         if EMBEDDERS.get(embedder.provider).remote and not online:
             item.notes.append(f"dim of {embedder.id} not checked: --online asks the model")
         elif problem := (_asked(settings, embedder) if online else offline_problem(embedder)):

@@ -9,7 +9,7 @@ from pathlib import Path
 from rag_api.hub import Hub
 from rag_api.ops.check import run_check
 from rag_api.sync import sync_collection
-from tests.conftest import hash_collection, write_config
+from tests.conftest import hash_collection, run_cli, write_config
 from tests.evaluation.world import code_questions, write_codes_kb
 
 
@@ -57,3 +57,15 @@ def test_a_missing_eval_file_is_reported(tmp_path: Path, make_settings) -> None:
     finally:
         hub.close()
     assert finding.check == "eval" and "question file not found" in finding.detail
+
+
+def test_config_check_reads_the_eval_file(tmp_path: Path) -> None:
+    kb = write_codes_kb(tmp_path / "kb")
+    config = write_config(
+        tmp_path / "collections.yaml", {"codes": hash_collection(kb, eval="questions.jsonl")}
+    )
+    missing = run_cli("config", "check", env={"RAG_CONFIG": str(config)})
+    assert missing.returncode == 1
+    assert "error: codes: eval: " in missing.stdout and "question file not found" in missing.stdout
+    (tmp_path / "questions.jsonl").write_text('{"question": "E4471?", "sources": ["x"]}\n')
+    assert run_cli("config", "check", env={"RAG_CONFIG": str(config)}).returncode == 0

@@ -42,8 +42,13 @@ def test_sparse_beats_dense_and_tune_writes_it_keeping_the_rest(tmp_path: Path) 
     config.write_text(CONFIG.format(kb=kb))
     questions = tmp_path / "questions.jsonl"
     questions.write_text("".join(json.dumps(q) + "\n" for q in code_questions()))
-    env = {"RAG_CONFIG": str(config), "RAG_DATA_DIR": str(tmp_path / "data")}
-    assert run_cli("index", "codes", env=env).returncode == 0
+    settings = Settings(config=config, data_dir=tmp_path / "data")
+    hub = Hub.open(settings)
+    try:
+        index(hub, "codes")
+    finally:
+        hub.close()
+    env = {"RAG_CONFIG": str(config), "RAG_DATA_DIR": str(settings.data_dir)}
 
     done = run_cli("eval", "codes", str(questions), "--tune", "--write", "--json", env=env)
 
