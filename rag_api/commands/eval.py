@@ -60,16 +60,10 @@ def eval_command(
     """Measure COLLECTION's retrieval on the QUESTIONS file (JSONL or CSV; see the README)."""
     if write and not tune:
         raise click.UsageError("--write applies what --tune finds: give both")
-    try:
-        document = _evaluate(settings, collection, questions, modes, k, tune, generate)
-        click.echo(
-            json.dumps(document, indent=2, ensure_ascii=False) if as_json else render(document)
-        )
-        if write:
-            _write(settings, collection, document["tune"])
-    except RagError as exc:
-        click.echo(f"error: {exc.message}", err=True)
-        sys.exit(1)
+    document = _evaluate(settings, collection, questions, modes, k, tune, generate)
+    click.echo(json.dumps(document, indent=2, ensure_ascii=False) if as_json else render(document))
+    if write:
+        _write(settings, collection, document["tune"])
 
 
 def _evaluate(
