@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from rag_api.config import Mode
-from rag_api.errors import EvalTooLong, InvalidRequest
+from rag_api.errors import InvalidRequest
 from rag_api.evaluation.generate import MAX_GENERATE, WARNING, draft
 from rag_api.evaluation.questions import MAX_QUESTIONS, parse_rows
 from rag_api.evaluation.run import MODES, embed_all, families, label, run
@@ -38,8 +38,8 @@ class EvalBody(BaseModel):
 def run_eval(
     hub: Hub, collection: str, body: EvalBody, max_seconds: float | None = None
 ) -> dict[str, Any]:
-    """The table per mode and fusion, and with `tune` the best settings; raises EvalTooLong when
-    a bounded run (`max_seconds`, an HTTP request) would take longer."""
+    """The table per mode and fusion, and with `tune` the best settings; a bounded run
+    (`max_seconds`: an HTTP request) that would take longer raises EvalTooLong (413)."""
     started = time.monotonic()
     deadline = None if max_seconds is None else started + max_seconds
     kb = hub.collection(collection)
@@ -75,6 +75,3 @@ def run_eval(
         response["warning"] = WARNING
     response["seconds"] = round(time.monotonic() - started, 2)
     return response
-
-
-__all__ = ["EvalBody", "EvalTooLong", "run_eval"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, get_args
 
 from rag_api.collection import Collection
 from rag_api.config import Fusion, Mode, RetrievalConfig
@@ -27,7 +27,7 @@ RIGHT, NO_ANSWER, WRONG_SOURCE = "right", "no_answer", "wrong_source"
 MAX_DEPTH = 100  # a query's own top_k limit
 RIGHT_CHUNK = "\x00right chunk"  # the one relevant unit of a question judged by chunk text
 MODES: tuple[Mode, ...] = ("dense", "sparse", "hybrid")
-FUSIONS: tuple[Fusion, ...] = Fusion.__args__  # type: ignore[attr-defined]
+FUSIONS: tuple[Fusion, ...] = get_args(Fusion)
 
 
 @dataclass(frozen=True)
