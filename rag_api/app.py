@@ -8,8 +8,10 @@ from contextlib import asynccontextmanager
 
 import anyio
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 
 from rag_api.api_errors import ERRORS, install_error_handlers
+from rag_api.console import pages as console
 from rag_api.generation_pool import GenerationPool
 from rag_api.hub import Hub
 from rag_api.json_body import JsonBodies
@@ -26,6 +28,7 @@ from rag_api.routes import (
     indexer,
     openai,
     ops,
+    overview,
     query,
     uploads,
 )
@@ -76,7 +79,8 @@ def create_app(
             if hub is None:
                 await anyio.to_thread.run_sync(opened.close)
 
-    app = FastAPI(
+    # /docs and /redoc with Swagger UI and ReDoc from the fastapi-offline package: no CDN
+    app = FastAPIOffline(
         title="RAG Hub",
         summary="Retrieval-augmented answers from folders of documents, on Qdrant.",
         version="0.1.0",
@@ -105,9 +109,11 @@ def create_app(
         admin.router,
         uploads.router,
         evaluation.router,
+        overview.router,
     )
     for router in routers:
         app.include_router(router)
+    console.install(app)  # the pages at / (data comes from the API above, with the tab's key)
     # what the error handlers match a request against when it failed before routing
     app.state.routes = [route for router in routers for route in router.routes]
     return app

@@ -48,8 +48,19 @@ async def require_admin(request: Request) -> None:
     check_admin(request)
 
 
+def keys_set(request: Request) -> bool:
+    """Whether any key guards this hub (else everything is open)."""
+    settings = _settings(request)
+    return bool(settings.api_key or settings.admin_api_key)
+
+
+def is_admin(request: Request) -> bool:
+    """Whether the request may write: RAG_ADMIN_API_KEY is unset, or it carries that key."""
+    key = _settings(request).admin_api_key
+    return not key or _matches(bearer_token(request), key)
+
+
 def check_admin(request: Request) -> None:
     """require_admin for a route that needs the admin key only for some requests."""
-    key = _settings(request).admin_api_key
-    if key and not _matches(bearer_token(request), key):
+    if not is_admin(request):
         raise Unauthorized("this endpoint changes the knowledge base: it needs RAG_ADMIN_API_KEY")

@@ -69,6 +69,7 @@ class SearchFields(BaseModel):
 class QueryBody(SearchFields):
     relative_threshold: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
     generate: bool = True
+    stream: bool = False  # server-sent events as the answer is made (rag_api.query_stream)
     mode: Mode | None = None
     # an allowlist is one more condition on every candidate (60,000 names took 3.5 s a query)
     sources: (

@@ -11,6 +11,7 @@ from rag_api.evaluation.history import nightly
 from rag_api.hub import Hub
 from rag_api.ops.findings import ERROR, CheckReport, CollectionResult, Finding
 from rag_api.ops.inspection import inspect_collection
+from rag_api.ops.last_check import LastCheck
 from rag_api.ops.repair import apply_repairs
 from rag_api.readiness import disk_problem
 
@@ -39,6 +40,7 @@ def run_check(
         log.error("check could not run: %s", exc.message)
         report = CheckReport.failed(exc.code, exc.message, store=report.store, repair=repair)
     report.seconds = time.monotonic() - started
+    LastCheck(hub.settings.data_dir).record(report)  # what the console shows
     return report
 
 

@@ -262,6 +262,12 @@ def exclusive(hub: Hub, name: str) -> Iterator[None]:
             _active.discard(key)
 
 
+def migrating(hub: Hub, name: str) -> bool:
+    """Whether a migration (or a drop of old versions) of `name` runs in this process now."""
+    with _active_lock:
+        return (id(hub), name) in _active
+
+
 def _prepare_target(collection: Collection, plan: MigrationPlan) -> None:
     assert plan.target is not None
     store = collection.store

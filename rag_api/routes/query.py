@@ -5,25 +5,37 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Depends
+from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from rag_api.auth import require_reader
 from rag_api.generation_pool import GenerationPool
+from rag_api.openai_compat.sse import EventStream
 from rag_api.query import QueryBody, run_query
+from rag_api.query_stream import QueryEvents
 from rag_api.routes.deps import HubDep, get_generation
-from rag_api.routes.schemas import QueryAnswer
+from rag_api.routes.schemas import STREAMED, QueryAnswer
 
 router = APIRouter(tags=["query"], dependencies=[Depends(require_reader)])
 
 
-@router.post("/query/{collection}", response_model=QueryAnswer, response_model_exclude_unset=True)
+@router.post(
+    "/query/{collection}",
+    response_model=QueryAnswer,
+    response_model_exclude_unset=True,
+    responses=STREAMED,
+)
 async def query(
     collection: str,
     body: QueryBody,
     hub: HubDep,
     generation: GenerationPool = Depends(get_generation),
-) -> dict[str, Any]:
-    """Answer a question from one collection, with the passages it is grounded in."""
+) -> dict[str, Any] | Response:
+    """Answer a question from one collection, with the passages it is grounded in; with
+    `stream: true`, as server-sent events (sources, then the answer's pieces, then done)."""
+    if body.stream:
+        events = await generation.run(QueryEvents, hub, collection, body)
+        return EventStream(iter(events), events.close, generation)
     if body.generate:
         return await generation.run(run_query, hub, collection, body)
     return await run_in_threadpool(run_query, hub, collection, body)

@@ -1,0 +1,53 @@
+"""The console's routes: the page shells and their static files (see rag_api.console)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+HERE = Path(__file__).parent
+STATIC = "/console/static"
+templates = Jinja2Templates(directory=HERE / "templates")
+router = APIRouter(include_in_schema=False)  # pages, not API: they stay out of /openapi.json
+
+
+def _page(request: Request, template: str, title: str, **context: object) -> HTMLResponse:
+    context = {"title": title, "static": STATIC, **context}
+    response = templates.TemplateResponse(request, template, context)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@router.get("/", response_class=HTMLResponse)
+def overview(request: Request) -> HTMLResponse:
+    """Collections at a glance."""
+    return _page(request, "overview.html", "Collections")
+
+
+@router.get("/console/collections/{name}", response_class=HTMLResponse)
+def collection(request: Request, name: str) -> HTMLResponse:
+    """One collection: files, upload, chunks. The name is only echoed (escaped); the data
+    comes from the API, which says whether it exists."""
+    return _page(request, "collection.html", name, collection=name)
+
+
+@router.get("/console/ask", response_class=HTMLResponse)
+def ask(request: Request) -> HTMLResponse:
+    """A question, its streamed answer, and why each source was chosen."""
+    return _page(request, "ask.html", "Ask")
+
+
+@router.get("/console/keys", response_class=HTMLResponse)
+def keys(request: Request) -> HTMLResponse:
+    """Enter the key this tab uses."""
+    return _page(request, "keys.html", "Keys")
+
+
+def install(app: FastAPI) -> None:
+    """Add the pages and their static files to `app`."""
+    app.include_router(router)
+    app.mount(STATIC, StaticFiles(directory=HERE / "static"), name="console-static")

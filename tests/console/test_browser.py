@@ -1,0 +1,112 @@
+"""The console in a real browser (Debian chromium) against a real `rag-hub serve --watch`."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.conftest import hash_collection, minilm_collection, write_config
+
+READER, ADMIN = "reader-secret", "admin-secret"
+FAQ = "## Refunds\n\nRefunds are possible within 30 days of purchase, with the receipt.\n"
+HANDBOOK = "## Parking\n\nStaff park on level two of the garage; visitors use level one.\n"
+
+
+def expect(locator):  # imported late: the module is collected without playwright installed too
+    from playwright.sync_api import expect as playwright_expect
+
+    playwright_expect.set_options(timeout=60_000)  # indexing and a loaded machine
+    return playwright_expect(locator)
+
+
+def kb_folder(tmp_path: Path) -> Path:
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "faq.md").write_text(FAQ)
+    (kb / "handbook.md").write_text(HANDBOOK)
+    return kb
+
+
+def test_overview_then_ask_streams_an_answer_and_shows_why_each_source(
+    tmp_path: Path, hub_process, page
+) -> None:
+    entry = minilm_collection(kb_folder(tmp_path), description="Company policies")
+    hub = hub_process(write_config(tmp_path / "collections.yaml", {"policies": entry}))
+    hub.wait_sources("policies", ["faq.md", "handbook.md"])
+
+    page.goto(hub.url + "/")
+    card = page.locator("article[data-collection=policies]")
+    expect(card.locator("dd[data-field=chunks]")).to_have_text("2")
+    expect(card.locator("dd[data-field=files]")).to_have_text("2")
+    expect(card).to_contain_text("Company policies")
+    expect(card.locator("dd[data-field=model]")).to_contain_text("all-MiniLM-L6-v2 (384 d)")
+    expect(card.locator("dd[data-field=watcher]")).to_contain_text("watching")
+    expect(card.locator("dd[data-field=last-check]")).to_have_text("never run")
+
+    card.get_by_role("link", name="Ask").click()
+    page.fill("#question", "Where do visitors park their car?")
+    page.select_option("#ask-mode", "hybrid")
+    page.fill("#ask-top-k", "2")
+    page.click("#ask-button")
+    expect(page.locator("#answer-meta")).to_have_attribute("data-done", "true")
+    expect(page.locator("#answer")).to_contain_text("level one")
+    first = page.locator("#sources li").first
+    expect(first).to_have_attribute("data-source", "handbook.md")
+    expect(first.locator(".scores")).to_contain_text(re.compile(r"fused \d\.\d{3}"))
+    expect(first.locator(".scores")).to_contain_text(re.compile(r"dense \d\.\d{3} \(#1\)"))
+    expect(first.locator(".scores")).to_contain_text(re.compile(r"sparse \d\.\d{3} \(#1\)"))
+    expect(first.locator(".text")).to_contain_text("visitors use level one")
+    expect(page.locator("#no-evidence")).to_be_hidden()
+
+    # a filter nothing matches: no passage, so the fixed answer, shown as such
+    page.locator("details summary").click()
+    page.fill("#ask-source-prefix", "nowhere/")
+    page.click("#ask-button")
+    expect(page.locator("#no-evidence")).to_be_visible()
+    expect(page.locator("#sources li")).to_have_count(0)
+    expect(page.locator("#answer-meta")).to_contain_text("no answer generated")
+
+
+def test_with_keys_the_console_reads_with_a_reader_key_and_writes_only_with_the_admin_key(
+    tmp_path: Path, hub_process, page
+) -> None:
+    config = write_config(
+        tmp_path / "collections.yaml", {"docs": hash_collection(kb_folder(tmp_path))}
+    )
+    hub = hub_process(config, RAG_API_KEY=READER, RAG_ADMIN_API_KEY=ADMIN)
+    with hub.client(ADMIN) as admin:
+        added = admin.post(
+            "/v1/rag/upsert/document",
+            json={"source": "crm/customer-7", "text": "Customer 7 is on the annual plan."},
+        )
+        assert added.status_code == 200, added.text
+    hub.wait_sources("docs", ["crm/customer-7", "faq.md", "handbook.md"], READER)
+
+    page.goto(hub.url + "/")  # no key: the shell only, and why
+    expect(page.locator("#notice")).to_contain_text("This hub needs a key")
+    expect(page.locator("article")).to_have_count(0)
+    assert "docs" not in page.content().split("<main>")[1]
+
+    page.get_by_role("link", name="Enter a key").click()
+    page.fill("#key-input", READER)
+    page.click("#key-form button[type=submit]")
+    expect(page.locator("#key-result")).to_contain_text("Reader key")
+    page.goto(hub.url + "/console/collections/docs")
+    row = page.locator("#api-sources tr[data-source='crm/customer-7']")
+    row.get_by_role("button", name="Remove").click()
+    row.get_by_role("button", name="Really?").click()  # the second click confirms
+    expect(page.locator("#notice")).to_contain_text("needs the admin key")
+    expect(page.locator("#notice")).to_contain_text("401 UNAUTHORIZED")
+    page.reload()
+    expect(row).to_be_visible()  # refused: still there
+
+    page.goto(hub.url + "/console/keys")
+    page.fill("#key-input", ADMIN)
+    page.click("#key-form button[type=submit]")
+    expect(page.locator("#key-result")).to_contain_text("Admin key")
+    page.goto(hub.url + "/console/collections/docs")
+    row.get_by_role("button", name="Remove").click()
+    row.get_by_role("button", name="Really?").click()
+    expect(page.locator("#notice")).to_contain_text("Removed the chunks of crm/customer-7")
+    expect(row).to_have_count(0)
+    assert hub.sources("docs", READER) == ["faq.md", "handbook.md"]
