@@ -20,6 +20,28 @@ import pytest
 
 from tests.conftest import REPO, cli_env, free_port, wait_for
 
+READER, ADMIN = "reader-secret", "admin-secret"
+FAQ = "## Refunds\n\nRefunds are possible within 30 days of purchase, with the receipt.\n"
+HANDBOOK = "## Parking\n\nStaff park on level two of the garage; visitors use level one.\n"
+
+
+def kb_folder(tmp_path: Path) -> Path:
+    """A kb folder with two small policies (two chunks)."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "faq.md").write_text(FAQ)
+    (kb / "handbook.md").write_text(HANDBOOK)
+    return kb
+
+
+def expect(locator: Any) -> Any:
+    """Playwright's expect with room for indexing on a loaded machine (imported late: the tests
+    are collected without playwright installed too, and then skip)."""
+    from playwright.sync_api import expect as playwright_expect
+
+    playwright_expect.set_options(timeout=60_000)
+    return playwright_expect(locator)
+
 
 @dataclass
 class HubProcess:
@@ -105,9 +127,10 @@ def _browser_missing() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """Headless Debian chromium under Playwright (one for the session)."""
+    """Headless Debian chromium under Playwright, one per module: Playwright's sync API runs an
+    event loop in this thread while it is open, and tests elsewhere call asyncio.run."""
     missing = _browser_missing()
     if missing:
         pytest.skip(missing)

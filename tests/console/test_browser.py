@@ -6,25 +6,7 @@ import re
 from pathlib import Path
 
 from tests.conftest import hash_collection, minilm_collection, write_config
-
-READER, ADMIN = "reader-secret", "admin-secret"
-FAQ = "## Refunds\n\nRefunds are possible within 30 days of purchase, with the receipt.\n"
-HANDBOOK = "## Parking\n\nStaff park on level two of the garage; visitors use level one.\n"
-
-
-def expect(locator):  # imported late: the module is collected without playwright installed too
-    from playwright.sync_api import expect as playwright_expect
-
-    playwright_expect.set_options(timeout=60_000)  # indexing and a loaded machine
-    return playwright_expect(locator)
-
-
-def kb_folder(tmp_path: Path) -> Path:
-    kb = tmp_path / "kb"
-    kb.mkdir()
-    (kb / "faq.md").write_text(FAQ)
-    (kb / "handbook.md").write_text(HANDBOOK)
-    return kb
+from tests.console.conftest import ADMIN, READER, expect, kb_folder
 
 
 def test_overview_then_ask_streams_an_answer_and_shows_why_each_source(
