@@ -158,14 +158,3 @@ def embed_texts(collection: Collection, texts: list[str]) -> np.ndarray:
             f"returned vectors of shape {vectors.shape}, expected ({len(texts)}, {collection.cfg.embedder.dim})",
         )
     return vectors
-
-
-def replace_source(
-    collection: Collection,
-    source: str,
-    chunks: list[Chunk],
-    provenance: dict[str, Any],
-) -> WriteStats:
-    """Atomically make `source` consist of exactly `chunks` (none: the source is deleted)."""
-    write = DocumentWrite(collection, Selector(sources=(source,)), chunks, provenance)
-    return write_documents(collection, [write])

@@ -6,11 +6,11 @@ import pytest
 
 from rag_api.chunking import Chunk
 from rag_api.diversity import candidate_pool, diversify
-from rag_api.ingest import replace_source
 from rag_api.passage import Passage
 from rag_api.query import QueryBody, run_query
 from rag_api.retrieval import SearchRequest, search
 from tests.conftest import hash_collection, write_config
+from tests.support.writes import replace_source
 
 
 def passage(name: str, score: float, vector: list[float]) -> Passage:

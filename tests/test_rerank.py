@@ -9,10 +9,10 @@ import pytest
 
 from rag_api.chunking import Chunk
 from rag_api.errors import ConfigError, InvalidRequest
-from rag_api.ingest import replace_source
 from rag_api.rerank import load_cross_encoder
 from rag_api.retrieval import SearchRequest, search
 from tests.conftest import assert_error_shape, hash_collection, write_config
+from tests.support.writes import replace_source
 
 DOCS = {
     "refunds.md": "Refunds are granted within 30 days of purchase.",

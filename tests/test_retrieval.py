@@ -13,12 +13,12 @@ from rag_api.answer import select_context
 from rag_api.chunking import Chunk
 from rag_api.collection import Collection
 from rag_api.hub import Hub
-from rag_api.ingest import replace_source
 from rag_api.passage import Passage
 from rag_api.query import QueryBody, run_query
 from rag_api.retrieval import SearchRequest, search
 from rag_api.settings import Settings
 from tests.conftest import hash_collection, write_config
+from tests.support.writes import replace_source
 
 DOCS = {
     "faq/refunds.md": ("Refunds are granted within 30 days of purchase.", {"categoria": "ventas"}),

@@ -10,12 +10,12 @@ import pytest
 from rag_api.chunking import Chunk
 from rag_api.errors import DimensionMismatch, EmbedderMismatch, EmbedderUnavailable
 from rag_api.hub import Hub
-from rag_api.ingest import replace_source
 from rag_api.retrieval import SearchRequest, search
 from rag_api.store import Selector
 from rag_api.sync import stored_files, sync_collection
 from tests.conftest import hash_collection, write_config
 from tests.support.fakes import FakeOllama
+from tests.support.writes import replace_source
 
 
 def section(title: str, words: str, n: int = 4) -> str:

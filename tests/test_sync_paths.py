@@ -10,9 +10,9 @@ import pytest
 from rag_api import kb
 from rag_api.chunking import Chunk
 from rag_api.hub import Hub
-from rag_api.ingest import replace_source
 from rag_api.sync import stored_files, sync_collection
 from tests.conftest import hash_collection, write_config
+from tests.support.writes import replace_source
 
 TEXT = "# Orchards\n\nApple trees need pruning in winter.\n\n## Pears\n\nPears ripen off the tree."
 

@@ -11,7 +11,6 @@ from rag_api.chunking import Chunk
 from rag_api.config import EmbedderConfig
 from rag_api.errors import EmbedderUnavailable, MigrationInProgress
 from rag_api.hub import Hub
-from rag_api.ingest import replace_source
 from rag_api.ops.check import run_check
 from rag_api.ops.migrate import drop_old, plan_migration, plan_rollback, run_migration
 from rag_api.ops.versions import versions
@@ -20,6 +19,7 @@ from rag_api.store import Selector
 from rag_api.sync import sync_collection
 from tests.conftest import REPO, hash_collection, minilm_collection, write_config
 from tests.support.migration_world import QUESTIONS, SlowUpstream, fill, write_api
+from tests.support.writes import replace_source
 
 HASH_1024 = EmbedderConfig(provider="hash", model="hash-large", dim=1024)
 
