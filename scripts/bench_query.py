@@ -49,7 +49,7 @@ from rag_api.payload import point_id  # noqa: E402
 from rag_api.settings import Settings  # noqa: E402
 from rag_api.store import PointData, SearchSpec  # noqa: E402
 from rag_api.store.base import hnsw_ef  # noqa: E402
-from rag_api.store.edge import EXACT_BELOW  # noqa: E402
+from rag_api.store.edge_requests import EXACT_BELOW  # noqa: E402
 from scripts.evallib import default_data_dir, latency_summary, load_dataset  # noqa: E402
 from scripts.evallib.server import hub_server  # noqa: E402
 

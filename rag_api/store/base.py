@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -11,11 +12,15 @@ import numpy as np
 from rag_api import payload
 from rag_api.errors import StoreUnavailable
 from rag_api.store.types import (
+    DENSE,
+    SPARSE,
     CollectionInfo,
     Condition,
     Hit,
     Layout,
+    PageSpec,
     PointData,
+    QueryVector,
     Rebuilt,
     Record,
     SearchSpec,
@@ -35,6 +40,16 @@ def version_of(physical: str) -> int:
     """The version number in a physical name (0 for a collection not created by the hub)."""
     _, sep, version = physical.rpartition("__v")
     return int(version) if sep and version.isdigit() else 0
+
+
+def point_vectors(point: PointData, sparse: Callable[[SparseVec], Any]) -> dict[str, Any]:
+    """A point's named vectors as both engines write them: the dense one, and the BM25 one (in the
+    engine's own type, from `sparse`) when the text has terms."""
+    dense = point.dense.tolist() if hasattr(point.dense, "tolist") else list(point.dense)
+    vectors: dict[str, Any] = {DENSE: dense}
+    if point.sparse is not None and point.sparse.indices:
+        vectors[SPARSE] = sparse(point.sparse)
+    return vectors
 
 
 class Store(ABC):
@@ -137,7 +152,7 @@ class Store(ABC):
         """A page of points in id order and the offset of the next page (None at the end)."""
         if selector.selects_nothing:
             return [], None
-        return self._scroll(physical, selector, limit, offset, with_dense, fields)
+        return self._scroll(physical, PageSpec(selector, limit, offset, with_dense, fields))
 
     def count(self, physical: str, selector: Selector = Selector()) -> int:
         """Exact number of selected points."""
@@ -180,15 +195,7 @@ class Store(ABC):
         """Points by a non-empty list of ids."""
 
     @abstractmethod
-    def _scroll(
-        self,
-        physical: str,
-        selector: Selector,
-        limit: int,
-        offset: str | None,
-        with_dense: bool,
-        fields: Sequence[str] | None,
-    ) -> tuple[list[Record], str | None]:
+    def _scroll(self, physical: str, page: PageSpec) -> tuple[list[Record], str | None]:
         """The engine's scroll."""
 
     @abstractmethod
@@ -203,11 +210,7 @@ class Store(ABC):
 
     @abstractmethod
     def _nearest(
-        self,
-        physical: str,
-        query: Sequence[float] | SparseVec,
-        spec: SearchSpec,
-        info: CollectionInfo,
+        self, physical: str, query: QueryVector, spec: SearchSpec, info: CollectionInfo
     ) -> list[Hit]:
         """One side's top `spec.limit`: a dense vector (a list) or a BM25 one (a SparseVec)."""
 
@@ -286,17 +289,45 @@ def search_plan(spec: SearchSpec, info: CollectionInfo) -> str | None:
     return "dense" if dense else "sparse" if sparse else None
 
 
-def filter_clauses(
-    selector: Selector, translate: Callable[[Condition], Any]
-) -> tuple[list[Any], list[Any]] | None:
-    """A selector's (must, must_not) in an engine's own condition types; None = no filter."""
+@dataclass(frozen=True)
+class FilterTypes:
+    """An engine's filter constructors, by role: a Selector's conditions are translated once, here
+    (engine_filter), into whichever engine's types."""
+
+    filter: Callable[..., Any]  # (must=[...], must_not=[...] | None)
+    field: Callable[..., Any]  # (key=..., match=... or range=...)
+    any: Callable[[Any], Any]  # a match of any of these values
+    prefix: Callable[[str], Any]
+    ids: Callable[[Any], Any]
+    equals: Callable[[Any], Any]
+    range: Callable[..., Any]  # (gte=..., lte=...)
+    has_vector: Callable[[str], Any]
+
+
+def engine_filter(selector: Selector, types: FilterTypes) -> Any | None:
+    """A selector as the engine's filter (must, must_not); None = no filter."""
     if selector.is_everything:
         return None
     must: list[Any] = []
     must_not: list[Any] = []
     for clause in selector.conditions():
-        (must_not if clause.negated else must).append(translate(clause))
-    return must, must_not
+        (must_not if clause.negated else must).append(_condition(clause, types))
+    return types.filter(must=must, must_not=must_not or None)
+
+
+def _condition(clause: Condition, types: FilterTypes) -> Any:
+    key, value = clause.key, clause.value
+    if clause.kind == "any":
+        return types.field(key=key, match=types.any(value))
+    if clause.kind == "prefix":
+        return types.field(key=key, match=types.prefix(value))
+    if clause.kind == "equals":
+        return types.field(key=key, match=types.equals(value))
+    if clause.kind == "range":
+        return types.field(key=key, range=types.range(gte=clause.gte, lte=clause.lte))
+    if clause.kind == "ids":
+        return types.ids(value)
+    return types.has_vector(key)
 
 
 def hnsw_ef(limit: int) -> int:

@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import qdrant_edge as qe
 
 from rag_api.errors import InsufficientStorage, StoreCorrupted, StoreLocked, StoreUnavailable
@@ -23,10 +22,9 @@ from rag_api.store.base import (
     PAYLOAD_INDEXES,
     Store,
     dense_of,
-    filter_clauses,
     hit_from,
-    hnsw_ef,
     id_scores,
+    point_vectors,
     record_from,
 )
 from rag_api.store.diskspace import (
@@ -38,16 +36,27 @@ from rag_api.store.diskspace import (
     allocated_bytes,
     points_bytes,
 )
+from rag_api.store.edge_requests import (
+    KIND,
+    SCHEMA,
+    dense_query,
+    search_params,
+    selector_filter,
+    sparse_query,
+    sparse_vector,
+    str_id,
+)
 from rag_api.store.fusion import fuse
 from rag_api.store.salvage import engine_failure, rebuild_shard, unreadable
 from rag_api.store.types import (
     DENSE,
     SPARSE,
     CollectionInfo,
-    Condition,
     Hit,
     Layout,
+    PageSpec,
     PointData,
+    QueryVector,
     Rebuilt,
     Record,
     SearchSpec,
@@ -55,16 +64,6 @@ from rag_api.store.types import (
     SparseVec,
 )
 
-# Below this many points a search scans exactly (always right, still sub-millisecond); above it
-# the HNSW graph built by optimize() answers, with the beam of hnsw_ef() (exact at 20k: 1.74 ms).
-EXACT_BELOW = 20_000
-_SCHEMA = {
-    "keyword": qe.PayloadSchemaType.Keyword,
-    "integer": qe.PayloadSchemaType.Integer,
-    "float": qe.PayloadSchemaType.Float,
-    "bool": qe.PayloadSchemaType.Bool,
-}
-_KIND = {schema: kind for kind, schema in _SCHEMA.items()}
 log = logging.getLogger("rag_api.store")
 
 
@@ -147,19 +146,19 @@ class EdgeStore(Store):
 
     def payload_indexes(self, physical: str) -> dict[str, str]:
         schema = _call(self._shard(physical).info).payload_schema
-        return {field: _KIND.get(index.data_type, "other") for field, index in schema.items()}
+        return {field: KIND.get(index.data_type, "other") for field, index in schema.items()}
 
     def create_payload_index(self, physical: str, field: str, kind: str) -> None:
         points = self._shard(physical).info().points_count
         self.disk.require(INDEX_BYTES + 64 * points, f"index '{field}' of '{physical}'")
-        operation = qe.UpdateOperation.create_field_index(field, _SCHEMA[kind])
+        operation = qe.UpdateOperation.create_field_index(field, SCHEMA[kind])
         _call(self._shard(physical).update, operation)
 
     # --- points ------------------------------------------------------------------------------
 
     def _upsert(self, physical: str, points: Sequence[PointData]) -> None:
         self.disk.require(points_bytes(points), f"write {len(points)} chunks to '{physical}'")
-        edge_points = [qe.Point(p.id, _vectors(p), p.payload) for p in points]
+        edge_points = [qe.Point(p.id, point_vectors(p, sparse_vector), p.payload) for p in points]
         # one operation: one WAL record
         _call(self._shard(physical).update, qe.UpdateOperation.upsert_points(edge_points))
 
@@ -169,7 +168,7 @@ class EdgeStore(Store):
 
     def _delete_where(self, physical: str, selector: Selector) -> None:
         self.disk.require(SMALL_WRITE, f"delete from '{physical}'")
-        operation = qe.UpdateOperation.delete_points_by_filter(_filter(selector))
+        operation = qe.UpdateOperation.delete_points_by_filter(selector_filter(selector))
         _call(self._shard(physical).update, operation)
 
     def _retrieve(self, physical: str, ids: Sequence[str], with_dense: bool) -> list[Record]:
@@ -177,48 +176,38 @@ class EdgeStore(Store):
         records = _call(self._shard(physical).retrieve, list(ids), True, with_vector)
         return [record_from(r, with_dense) for r in records]
 
-    def _scroll(
-        self,
-        physical: str,
-        selector: Selector,
-        limit: int,
-        offset: str | None,
-        with_dense: bool,
-        fields: Sequence[str] | None,
-    ) -> tuple[list[Record], str | None]:
+    def _scroll(self, physical: str, page: PageSpec) -> tuple[list[Record], str | None]:
         request = qe.ScrollRequest(
-            offset=offset,
-            limit=limit,
-            filter=_filter(selector),
-            with_payload=qe.PayloadSelector.Include(list(fields)) if fields else True,
-            with_vector=[self.physical_info(physical).dense_name] if with_dense else False,
+            offset=page.offset,
+            limit=page.limit,
+            filter=selector_filter(page.selector),
+            with_payload=qe.PayloadSelector.Include(list(page.fields)) if page.fields else True,
+            with_vector=[self.physical_info(physical).dense_name] if page.with_dense else False,
         )
         records, next_offset = _call(self._shard(physical).scroll, request)
-        return [record_from(r, with_dense) for r in records], _str_id(next_offset)
+        return [record_from(r, page.with_dense) for r in records], str_id(next_offset)
 
     def _count(self, physical: str, selector: Selector) -> int:
-        request = qe.CountRequest(exact=True, filter=_filter(selector))
+        request = qe.CountRequest(exact=True, filter=selector_filter(selector))
         return _call(self._shard(physical).count, request)
 
     def _facet(
         self, physical: str, key: str, selector: Selector, limit: int
     ) -> list[tuple[str, int]]:
-        request = qe.FacetRequest(key=key, limit=limit, exact=True, filter=_filter(selector))
+        request = qe.FacetRequest(
+            key=key, limit=limit, exact=True, filter=selector_filter(selector)
+        )
         return [(str(h.value), h.count) for h in _call(self._shard(physical).facet, request)]
 
     def _nearest(
-        self,
-        physical: str,
-        query: Sequence[float] | SparseVec,
-        spec: SearchSpec,
-        info: CollectionInfo,
+        self, physical: str, query: QueryVector, spec: SearchSpec, info: CollectionInfo
     ) -> list[Hit]:
         dense = not isinstance(query, SparseVec)
         request = qe.QueryRequest(
             limit=spec.limit,
-            query=_dense_query(query, info) if dense else _sparse_query(query, info),
-            filter=_filter(spec.selector),
-            params=_params(info, spec.limit) if dense else None,
+            query=dense_query(query, info) if dense else sparse_query(query, info),
+            filter=selector_filter(spec.selector),
+            params=search_params(info, spec.limit) if dense else None,
             with_payload=True,
             with_vector=[info.dense_name] if spec.with_dense else False,
         )
@@ -229,12 +218,14 @@ class EdgeStore(Store):
         self, physical: str, spec: SearchSpec, info: CollectionInfo
     ) -> tuple[list[Hit], list[tuple[str, float]], list[tuple[str, float]]]:
         assert spec.dense is not None and spec.sparse is not None
-        flt, side = _filter(spec.selector), spec.candidates
-        dense_q, sparse_q = _dense_query(spec.dense, info), _sparse_query(spec.sparse, info)
+        flt, side = selector_filter(spec.selector), spec.candidates
+        dense_q, sparse_q = dense_query(spec.dense, info), sparse_query(spec.sparse, info)
         # the two sides only, without payloads; fused here (rag_api.store.fusion)
         batch = qe.QueryBatchRequest(
             [
-                qe.QueryRequest(limit=side, query=dense_q, filter=flt, params=_params(info, side)),
+                qe.QueryRequest(
+                    limit=side, query=dense_q, filter=flt, params=search_params(info, side)
+                ),
                 qe.QueryRequest(limit=side, query=sparse_q, filter=flt),
             ]
         )
@@ -355,55 +346,3 @@ def _call(fn, *args):
         if unreadable(str(exc)):
             raise StoreCorrupted(str(exc)) from exc
         raise StoreUnavailable("embedded Qdrant", str(exc)) from exc
-
-
-def _vectors(point: PointData) -> dict[str, Any]:
-    dense = point.dense.tolist() if hasattr(point.dense, "tolist") else list(point.dense)
-    vectors: dict[str, Any] = {DENSE: dense}
-    if point.sparse is not None and point.sparse.indices:
-        vectors[SPARSE] = qe.SparseVector(point.sparse.indices, point.sparse.values)
-    return vectors
-
-
-def _filter(selector: Selector) -> qe.Filter | None:
-    clauses = filter_clauses(selector, _condition)
-    return qe.Filter(must=clauses[0], must_not=clauses[1] or None) if clauses else None
-
-
-def _condition(clause: Condition) -> Any:
-    key, value = clause.key, clause.value
-    if clause.kind == "any":
-        return qe.FieldCondition(key=key, match=qe.MatchAny(value))
-    if clause.kind == "prefix":
-        return qe.FieldCondition(key=key, match=qe.MatchPrefix(value))
-    if clause.kind == "equals":
-        return qe.FieldCondition(key=key, match=_match(value))
-    if clause.kind == "range":
-        return qe.FieldCondition(key=key, range=qe.RangeFloat(gte=clause.gte, lte=clause.lte))
-    if clause.kind == "ids":
-        return qe.HasIdCondition(set(value))
-    return qe.HasVectorCondition(key)
-
-
-def _match(value: str | int | bool) -> qe.MatchValue:
-    # the binding reads a Python bool as an int (True -> 1), which never matches a JSON boolean;
-    # numpy's bool is not an int subclass and arrives as a boolean
-    return qe.MatchValue(np.bool_(value) if isinstance(value, bool) else value)
-
-
-def _dense_query(vector: Sequence[float], info: CollectionInfo) -> Any:
-    return qe.Query.Nearest(list(vector), using=info.dense_name)
-
-
-def _sparse_query(vector: SparseVec, info: CollectionInfo) -> Any:
-    return qe.Query.Nearest(qe.SparseVector(vector.indices, vector.values), using=info.sparse_name)
-
-
-def _params(info: CollectionInfo, limit: int) -> qe.SearchParams:
-    if info.points < EXACT_BELOW:
-        return qe.SearchParams(exact=True)
-    return qe.SearchParams(hnsw_ef=hnsw_ef(limit))
-
-
-def _str_id(pid: Any) -> str | None:
-    return None if pid is None else str(pid)

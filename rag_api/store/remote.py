@@ -15,11 +15,13 @@ from rag_api.errors import StoreUnavailable
 from rag_api.redact import redact
 from rag_api.store.base import (
     PAYLOAD_INDEXES,
+    FilterTypes,
     Store,
-    filter_clauses,
+    engine_filter,
     hit_from,
     hnsw_ef,
     id_scores,
+    point_vectors,
     record_from,
     rrf_engine_k,
 )
@@ -27,10 +29,11 @@ from rag_api.store.types import (
     DENSE,
     SPARSE,
     CollectionInfo,
-    Condition,
     Hit,
     Layout,
+    PageSpec,
     PointData,
+    QueryVector,
     Record,
     SearchSpec,
     Selector,
@@ -156,7 +159,10 @@ class RemoteStore(Store):
     # --- points ------------------------------------------------------------------------------
 
     def _upsert(self, physical: str, points: Sequence[PointData]) -> None:
-        structs = [m.PointStruct(id=p.id, vector=_vectors(p), payload=p.payload) for p in points]
+        structs = [
+            m.PointStruct(id=p.id, vector=point_vectors(p, _sparse), payload=p.payload)
+            for p in points
+        ]
         self._call(self._client.upsert, physical, points=structs, wait=True)
 
     def _delete_ids(self, physical: str, ids: Sequence[str]) -> None:
@@ -178,26 +184,18 @@ class RemoteStore(Store):
         )
         return [record_from(r, with_dense) for r in records]
 
-    def _scroll(
-        self,
-        physical: str,
-        selector: Selector,
-        limit: int,
-        offset: str | None,
-        with_dense: bool,
-        fields: Sequence[str] | None,
-    ) -> tuple[list[Record], str | None]:
+    def _scroll(self, physical: str, page: PageSpec) -> tuple[list[Record], str | None]:
         dense_name = self._vector_layout(physical)[1]
         records, next_offset = self._call(
             self._client.scroll,
             physical,
-            scroll_filter=_filter(selector),
-            limit=limit,
-            offset=offset,
-            with_payload=list(fields) if fields else True,
-            with_vectors=_with_vector(dense_name) if with_dense else False,
+            scroll_filter=_filter(page.selector),
+            limit=page.limit,
+            offset=page.offset,
+            with_payload=list(page.fields) if page.fields else True,
+            with_vectors=_with_vector(dense_name) if page.with_dense else False,
         )
-        return [record_from(r, with_dense) for r in records], (
+        return [record_from(r, page.with_dense) for r in records], (
             None if next_offset is None else str(next_offset)
         )
 
@@ -221,11 +219,7 @@ class RemoteStore(Store):
         return [(str(h.value), h.count) for h in response.hits]
 
     def _nearest(
-        self,
-        physical: str,
-        query: Sequence[float] | SparseVec,
-        spec: SearchSpec,
-        info: CollectionInfo,
+        self, physical: str, query: QueryVector, spec: SearchSpec, info: CollectionInfo
     ) -> list[Hit]:
         dense = not isinstance(query, SparseVec)
         response = self._call(
@@ -299,29 +293,17 @@ def _with_vector(dense_name: str) -> Any:
     return [dense_name] if dense_name else True
 
 
-def _vectors(point: PointData) -> dict[str, Any]:
-    dense = point.dense.tolist() if hasattr(point.dense, "tolist") else list(point.dense)
-    vectors: dict[str, Any] = {DENSE: dense}
-    if point.sparse is not None and point.sparse.indices:
-        vectors[SPARSE] = _sparse(point.sparse)
-    return vectors
+FILTER_TYPES = FilterTypes(
+    filter=m.Filter,
+    field=m.FieldCondition,
+    any=lambda values: m.MatchAny(any=values),
+    prefix=lambda prefix: m.MatchPrefix(prefix=prefix),
+    ids=lambda ids: m.HasIdCondition(has_id=ids),
+    equals=lambda value: m.MatchValue(value=value),
+    range=m.Range,
+    has_vector=lambda name: m.HasVectorCondition(has_vector=name),
+)
 
 
 def _filter(selector: Selector) -> m.Filter | None:
-    clauses = filter_clauses(selector, _condition)
-    return m.Filter(must=clauses[0], must_not=clauses[1] or None) if clauses else None
-
-
-def _condition(clause: Condition) -> Any:
-    key, value = clause.key, clause.value
-    if clause.kind == "any":
-        return m.FieldCondition(key=key, match=m.MatchAny(any=value))
-    if clause.kind == "prefix":
-        return m.FieldCondition(key=key, match=m.MatchPrefix(prefix=value))
-    if clause.kind == "equals":
-        return m.FieldCondition(key=key, match=m.MatchValue(value=value))
-    if clause.kind == "range":
-        return m.FieldCondition(key=key, range=m.Range(gte=clause.gte, lte=clause.lte))
-    if clause.kind == "ids":
-        return m.HasIdCondition(has_id=value)
-    return m.HasVectorCondition(has_vector=key)
+    return engine_filter(selector, FILTER_TYPES)

@@ -19,6 +19,9 @@ class SparseVec:
     values: list[float]
 
 
+QueryVector = Sequence[float] | SparseVec  # one side's query: dense (a list) or BM25
+
+
 @dataclass(frozen=True, slots=True)
 class PointData:
     """A point to write: id, dense vector, optional BM25 sparse vector, payload."""
@@ -134,6 +137,18 @@ class SearchSpec:
     fusion: str = "rrf"  # rrf | dbsf
     rrf_k: int = 60
     with_dense: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PageSpec:
+    """One page of a scroll: which points, how many, after which id, and what of each to read
+    (the stored dense vector; only these payload fields, or all of them)."""
+
+    selector: Selector
+    limit: int
+    offset: str | None
+    with_dense: bool
+    fields: Sequence[str] | None
 
 
 @dataclass(frozen=True, slots=True)

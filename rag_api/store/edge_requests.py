@@ -1,0 +1,68 @@
+"""The hub's types in qdrant-edge's terms: points, filters, queries, search parameters and payload
+index kinds (the embedded engine's translation; rag_api.store.edge runs it)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import qdrant_edge as qe
+
+from rag_api.store.base import FilterTypes, engine_filter, hnsw_ef
+from rag_api.store.types import CollectionInfo, Selector, SparseVec
+
+# Below this many points a search scans exactly (always right, still sub-millisecond); above it
+# the HNSW graph built by optimize() answers, with the beam of hnsw_ef() (exact at 20k: 1.74 ms).
+EXACT_BELOW = 20_000
+SCHEMA = {
+    "keyword": qe.PayloadSchemaType.Keyword,
+    "integer": qe.PayloadSchemaType.Integer,
+    "float": qe.PayloadSchemaType.Float,
+    "bool": qe.PayloadSchemaType.Bool,
+}
+KIND = {schema: kind for kind, schema in SCHEMA.items()}
+
+
+def sparse_vector(vector: SparseVec) -> qe.SparseVector:
+    return qe.SparseVector(vector.indices, vector.values)
+
+
+def _match(value: str | int | bool) -> qe.MatchValue:
+    # the binding reads a Python bool as an int (True -> 1), which never matches a JSON boolean;
+    # numpy's bool is not an int subclass and arrives as a boolean
+    return qe.MatchValue(np.bool_(value) if isinstance(value, bool) else value)
+
+
+FILTER_TYPES = FilterTypes(
+    filter=qe.Filter,
+    field=qe.FieldCondition,
+    any=qe.MatchAny,
+    prefix=qe.MatchPrefix,
+    ids=lambda ids: qe.HasIdCondition(set(ids)),
+    equals=_match,
+    range=qe.RangeFloat,
+    has_vector=qe.HasVectorCondition,
+)
+
+
+def selector_filter(selector: Selector) -> qe.Filter | None:
+    return engine_filter(selector, FILTER_TYPES)
+
+
+def dense_query(vector: Sequence[float], info: CollectionInfo) -> Any:
+    return qe.Query.Nearest(list(vector), using=info.dense_name)
+
+
+def sparse_query(vector: SparseVec, info: CollectionInfo) -> Any:
+    return qe.Query.Nearest(sparse_vector(vector), using=info.sparse_name)
+
+
+def search_params(info: CollectionInfo, limit: int) -> qe.SearchParams:
+    if info.points < EXACT_BELOW:
+        return qe.SearchParams(exact=True)
+    return qe.SearchParams(hnsw_ef=hnsw_ef(limit))
+
+
+def str_id(pid: Any) -> str | None:
+    return None if pid is None else str(pid)
