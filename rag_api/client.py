@@ -13,10 +13,12 @@ a failed search never blocks the turn.
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 import httpx
 
@@ -44,8 +46,13 @@ class _Call:
     params: dict[str, Any] | None = None
 
 
-class _Api:
-    """What both clients share: request building, error decoding, the injection itself."""
+R = TypeVar("R")  # what a call gives: the answer (RagClient) or an awaitable of it (AsyncRagClient)
+M = TypeVar("M")  # what inject() gives: the messages, or an awaitable of them
+
+
+class _Api(ABC, Generic[R, M]):
+    """What both clients share: every call's request and how it is decoded, and the injection;
+    each client only sends (`request`, `_inject`), blocking or awaited."""
 
     transport: type[httpx.Client] | type[httpx.AsyncClient]
 
@@ -65,6 +72,62 @@ class _Api:
         self.inject_timeout = inject_timeout
         self.http = http or self.transport(base_url=base_url, timeout=timeout)
 
+    @abstractmethod
+    def request(self, call: _Call, timeout: float | None = None) -> R:
+        """Send one call; the hub's error (or a network failure) raises RagClientError."""
+
+    @abstractmethod
+    def _inject(self, turn: _Turn) -> M:
+        """The turn's context request sent, its answer injected; any failure: the turn unchanged."""
+
+    def status(self) -> R:
+        return self.request(_Call("GET", "/v1/rag/status", params=self._body()))
+
+    def search(self, query: str, top_k: int | None = None, threshold: float | None = None) -> R:
+        """POST /v1/rag/search: the chunks the injection would use, with cosine scores."""
+        return self.request(self._post("search", query=query, top_k=top_k, threshold=threshold))
+
+    def context(
+        self,
+        query: str,
+        top_k: int | None = None,
+        threshold: float | None = None,
+        language: str | None = None,
+        timeout: float | None = None,
+    ) -> R:
+        """POST /v1/rag/context: {"block", "results", "injected"}."""
+        return self.request(self._context(query, top_k, threshold, language), timeout)
+
+    def add_document(self, text: str, source: str | None = None, **fields: Any) -> R:
+        """POST /v1/rag/add/document (metadata, persist, dynamic as keywords)."""
+        return self.request(self._post("add/document", text=text, source=source, **fields))
+
+    def add_chunks(self, items: list[dict[str, Any]], **fields: Any) -> R:
+        return self.request(self._post("add/chunks", items=items, **fields))
+
+    def upsert_document(self, source: str, text: str, **fields: Any) -> R:
+        """POST /v1/rag/upsert/document: atomic replace ("" deletes)."""
+        return self.request(self._post("upsert/document", source=source, text=text, **fields))
+
+    def remove(self, source_prefix: str, exact: bool = False) -> R:
+        return self.request(self._post("remove", source_prefix=source_prefix, exact=exact))
+
+    def inject(
+        self,
+        messages: Sequence[Message],
+        query: str | None = None,
+        inject_as: InjectAs = "system",
+        top_k: int | None = None,
+        threshold: float | None = None,
+        language: str | None = None,
+        turn_id: str | None = None,
+    ) -> M:
+        """The messages with the retrieved context added; unchanged on any failure (logged)."""
+        context = functools.partial(
+            self._context, top_k=top_k, threshold=threshold, language=language
+        )
+        return self._inject(_Turn(messages, query, inject_as, turn_id, context))
+
     def _send_args(self, call: _Call, timeout: float | None) -> dict[str, Any]:
         extra = {"timeout": timeout} if timeout is not None else {}
         return {"json": call.json, "params": call.params, "headers": self.headers, **extra}
@@ -78,8 +141,12 @@ class _Api:
     def _post(self, path: str, **fields: Any) -> _Call:
         return _Call("POST", f"/v1/rag/{path}", self._body(**fields))
 
-    def _status(self) -> _Call:
-        return _Call("GET", "/v1/rag/status", params=self._body())
+    def _context(
+        self, query: str, top_k: int | None, threshold: float | None, language: str | None
+    ) -> _Call:
+        return self._post(
+            "context", query=query, top_k=top_k, threshold=threshold, language=language
+        )
 
     @staticmethod
     def _decode(response: httpx.Response) -> dict[str, Any]:
@@ -97,96 +164,71 @@ class _Api:
         raise RagClientError(response.status_code, code, message)
 
     @staticmethod
-    def _turn_query(messages: Sequence[Message], query: str | None) -> str | None:
-        query = query if query is not None else last_user_text(messages)
+    def _unreachable(exc: httpx.HTTPError) -> RagClientError:
+        return RagClientError(None, "UNREACHABLE", f"{type(exc).__name__}: {exc}")
+
+
+@dataclass(frozen=True)
+class _Turn:
+    """One inject() call: what to search for, and where its answer goes in the messages."""
+
+    messages: Sequence[Message]
+    query: str | None
+    inject_as: InjectAs
+    turn_id: str | None  # for the log lines only
+    context: Callable[[str], _Call]  # the context request for a query
+
+    @property
+    def search_text(self) -> str | None:
+        """The query, else the last user message's text; None when it is blank."""
+        query = self.query if self.query is not None else last_user_text(self.messages)
         return query if query and query.strip() else None
 
-    @staticmethod
-    def _injected(
-        messages: Sequence[Message],
-        result: dict[str, Any],
-        inject_as: InjectAs,
-        turn_id: str | None,
-        query: str,
-    ) -> list[Message]:
+    def context_call(self) -> _Call | None:
+        """The request to send; None when the turn has nothing to search for."""
+        query = self.search_text
+        return self.context(query) if query else None
+
+    def answered(self, result: dict[str, Any] | None) -> list[Message]:
+        """The messages with the hub's block added (`result` None: nothing was asked)."""
+        if result is None:
+            return list(self.messages)
         if not result.get("injected"):
-            log.info("RAG: no relevant chunk for turn=%s (query=%r)", turn_id, query)
-            return list(messages)
+            log.info(
+                "RAG: no relevant chunk for turn=%s (query=%r)", self.turn_id, self.search_text
+            )
+            return list(self.messages)
         found = "; ".join(
             f"{r['source']}#c{r['chunk_index']}({r['score']:.2f})" for r in result["results"]
         )
-        log.info("RAG: injected %d chunks for turn=%s — %s", result["injected"], turn_id, found)
-        return inject_block(messages, result["block"], inject_as)
+        log.info(
+            "RAG: injected %d chunks for turn=%s — %s", result["injected"], self.turn_id, found
+        )
+        return inject_block(self.messages, result["block"], self.inject_as)
+
+    def failed(self, exc: Exception) -> list[Message]:
+        log.warning("RAG search failed for turn=%s: %s", self.turn_id, exc)
+        return list(self.messages)
 
 
-class RagClient(_Api):
+class RagClient(_Api[dict[str, Any], list[Message]]):
     """Blocking client; `inject` is safe to call inside a voice turn."""
 
     transport = httpx.Client
 
     def request(self, call: _Call, timeout: float | None = None) -> dict[str, Any]:
-        """Send one call; the hub's error (or a network failure) raises RagClientError."""
         try:
             response = self.http.request(call.method, call.path, **self._send_args(call, timeout))
         except httpx.HTTPError as exc:
-            raise RagClientError(None, "UNREACHABLE", f"{type(exc).__name__}: {exc}") from exc
+            raise self._unreachable(exc) from exc
         return self._decode(response)
 
-    def status(self) -> dict[str, Any]:
-        return self.request(self._status())
-
-    def search(self, query: str, top_k: int | None = None, threshold: float | None = None) -> dict:
-        """POST /v1/rag/search: the chunks the injection would use, with cosine scores."""
-        return self.request(self._post("search", query=query, top_k=top_k, threshold=threshold))
-
-    def context(
-        self,
-        query: str,
-        top_k: int | None = None,
-        threshold: float | None = None,
-        language: str | None = None,
-        timeout: float | None = None,
-    ) -> dict[str, Any]:
-        """POST /v1/rag/context: {"block", "results", "injected"}."""
-        call = self._post(
-            "context", query=query, top_k=top_k, threshold=threshold, language=language
-        )
-        return self.request(call, timeout)
-
-    def add_document(self, text: str, source: str | None = None, **fields: Any) -> dict:
-        """POST /v1/rag/add/document (metadata, persist, dynamic as keywords)."""
-        return self.request(self._post("add/document", text=text, source=source, **fields))
-
-    def add_chunks(self, items: list[dict[str, Any]], **fields: Any) -> dict:
-        return self.request(self._post("add/chunks", items=items, **fields))
-
-    def upsert_document(self, source: str, text: str, **fields: Any) -> dict:
-        """POST /v1/rag/upsert/document: atomic replace ("" deletes)."""
-        return self.request(self._post("upsert/document", source=source, text=text, **fields))
-
-    def remove(self, source_prefix: str, exact: bool = False) -> dict:
-        return self.request(self._post("remove", source_prefix=source_prefix, exact=exact))
-
-    def inject(
-        self,
-        messages: Sequence[Message],
-        query: str | None = None,
-        inject_as: InjectAs = "system",
-        top_k: int | None = None,
-        threshold: float | None = None,
-        language: str | None = None,
-        turn_id: str | None = None,
-    ) -> list[Message]:
-        """The messages with the retrieved context added; unchanged on any failure (logged)."""
+    def _inject(self, turn: _Turn) -> list[Message]:
         try:
-            query = self._turn_query(messages, query)
-            if query is None:
-                return list(messages)
-            result = self.context(query, top_k, threshold, language, self.inject_timeout)
-            return self._injected(messages, result, inject_as, turn_id, query)
+            call = turn.context_call()
+            return turn.answered(self.request(call, self.inject_timeout) if call else None)
         except Exception as exc:  # nothing may break the voice turn
-            log.warning("RAG search failed for turn=%s: %s", turn_id, exc)
-            return list(messages)
+            return turn.failed(exc)
 
     def close(self) -> None:
         self.http.close()
@@ -198,8 +240,8 @@ class RagClient(_Api):
         self.close()
 
 
-class AsyncRagClient(_Api):
-    """The asyncio twin of RagClient."""
+class AsyncRagClient(_Api[Awaitable[dict[str, Any]], Awaitable[list[Message]]]):
+    """The asyncio twin of RagClient: the same calls, each awaited."""
 
     transport = httpx.AsyncClient
 
@@ -209,64 +251,15 @@ class AsyncRagClient(_Api):
                 call.method, call.path, **self._send_args(call, timeout)
             )
         except httpx.HTTPError as exc:
-            raise RagClientError(None, "UNREACHABLE", f"{type(exc).__name__}: {exc}") from exc
+            raise self._unreachable(exc) from exc
         return self._decode(response)
 
-    async def status(self) -> dict[str, Any]:
-        return await self.request(self._status())
-
-    async def search(
-        self, query: str, top_k: int | None = None, threshold: float | None = None
-    ) -> dict[str, Any]:
-        return await self.request(
-            self._post("search", query=query, top_k=top_k, threshold=threshold)
-        )
-
-    async def context(
-        self,
-        query: str,
-        top_k: int | None = None,
-        threshold: float | None = None,
-        language: str | None = None,
-        timeout: float | None = None,
-    ) -> dict[str, Any]:
-        call = self._post(
-            "context", query=query, top_k=top_k, threshold=threshold, language=language
-        )
-        return await self.request(call, timeout)
-
-    async def add_document(self, text: str, source: str | None = None, **fields: Any) -> dict:
-        return await self.request(self._post("add/document", text=text, source=source, **fields))
-
-    async def add_chunks(self, items: list[dict[str, Any]], **fields: Any) -> dict:
-        return await self.request(self._post("add/chunks", items=items, **fields))
-
-    async def upsert_document(self, source: str, text: str, **fields: Any) -> dict:
-        return await self.request(self._post("upsert/document", source=source, text=text, **fields))
-
-    async def remove(self, source_prefix: str, exact: bool = False) -> dict:
-        return await self.request(self._post("remove", source_prefix=source_prefix, exact=exact))
-
-    async def inject(
-        self,
-        messages: Sequence[Message],
-        query: str | None = None,
-        inject_as: InjectAs = "system",
-        top_k: int | None = None,
-        threshold: float | None = None,
-        language: str | None = None,
-        turn_id: str | None = None,
-    ) -> list[Message]:
-        """The messages with the retrieved context added; unchanged on any failure (logged)."""
+    async def _inject(self, turn: _Turn) -> list[Message]:
         try:
-            query = self._turn_query(messages, query)
-            if query is None:
-                return list(messages)
-            result = await self.context(query, top_k, threshold, language, self.inject_timeout)
-            return self._injected(messages, result, inject_as, turn_id, query)
+            call = turn.context_call()
+            return turn.answered(await self.request(call, self.inject_timeout) if call else None)
         except Exception as exc:  # nothing may break the voice turn
-            log.warning("RAG search failed for turn=%s: %s", turn_id, exc)
-            return list(messages)
+            return turn.failed(exc)
 
     async def aclose(self) -> None:
         await self.http.aclose()
