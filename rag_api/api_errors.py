@@ -18,6 +18,7 @@ from rag_api.request_context import request_id
 
 log = logging.getLogger("rag_api.http")
 _HTTP_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE"}
+Headers = dict[str, str] | None  # an error response's extra headers (WWW-Authenticate on a 401)
 
 
 class ErrorDetail(BaseModel):
@@ -45,9 +46,7 @@ def error_body(code: str, message: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-def error_response(
-    status: int, code: str, message: str, headers: dict[str, str] | None = None
-) -> JSONResponse:
+def error_response(status: int, code: str, message: str, headers: Headers = None) -> JSONResponse:
     return JSONResponse(error_body(code, message), status_code=status, headers=headers)
 
 
@@ -56,8 +55,9 @@ def render_error(
     status: int,
     code: str,
     message: str,
+    *,
     param: str | None = None,
-    headers: dict[str, str] | None = None,
+    headers: Headers = None,
 ) -> JSONResponse:
     """An error for the request of `scope`: the one shape, or the shape its route renders (OpenAI's
     on the OpenAI routes, so SDKs raise their usual exceptions)."""
@@ -104,12 +104,14 @@ def install_error_handlers(app: FastAPI) -> None:
         if exc.status >= 500:
             log.warning("%s %s -> %s: %s", request.method, request.url.path, exc.code, exc.message)
         headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else exc.headers
-        return render_error(request.scope, exc.status, exc.code, exc.message, exc.param, headers)
+        return render_error(
+            request.scope, exc.status, exc.code, exc.message, param=exc.param, headers=headers
+        )
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
         message, field = describe_validation(exc)
-        return render_error(request.scope, 422, "INVALID_REQUEST", message, field)
+        return render_error(request.scope, 422, "INVALID_REQUEST", message, param=field)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:

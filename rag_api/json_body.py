@@ -41,7 +41,7 @@ class JsonBodies:
         problem = body_problem(body)
         if problem is not None:
             field, message = problem
-            response = render_error(scope, 422, "INVALID_REQUEST", message, field)
+            response = render_error(scope, 422, "INVALID_REQUEST", message, param=field)
             await response(scope, receive, send)
             return
         await self.app(scope, _replay(body, receive), send)

@@ -16,15 +16,13 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 
+from rag_api.api_errors import Headers
+
 _CODES = {"UNAUTHORIZED": "invalid_api_key"}
 
 
 def openai_error_response(
-    status: int,
-    code: str,
-    message: str,
-    param: str | None = None,
-    headers: dict[str, str] | None = None,
+    status: int, code: str, message: str, param: str | None = None, headers: Headers = None
 ) -> JSONResponse:
     """An error in OpenAI's shape; `param` names the field (`messages[0].content`)."""
     if code == "INVALID_REQUEST":
