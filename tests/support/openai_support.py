@@ -29,6 +29,10 @@ KB = {
 REFUND = "How many days do I have to ask for a refund?"
 
 
+def ask(question: str) -> list[dict]:
+    return [{"role": "user", "content": question}]
+
+
 def write_kb(root: Path) -> Path:
     """The small knowledge base in `root`."""
     root.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,34 @@
+"""The OpenAI API tests' live hub: the kb of tests/support/openai_support.py indexed into `docs`
+(citations on) and `quiet` (citations off) beside a disabled `off`, extractive answers; one per
+test module."""
+
+from __future__ import annotations
+
+import openai
+import pytest
+
+from rag_api.settings import Settings
+from tests.conftest import hash_collection, write_config
+from tests.support.openai_support import start_indexed, write_kb
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("openai_api")
+    kb = write_kb(root / "kb")
+    collections = {
+        "docs": hash_collection(kb),
+        "quiet": hash_collection(kb, citations=False),
+        "off": hash_collection(kb, enabled=False),
+    }
+    config = write_config(root / "collections.yaml", collections)
+    settings = Settings(config=config, data_dir=root / "data", ollama_url="http://127.0.0.1:9")
+    hub, live = start_indexed(settings, "docs", "quiet")
+    yield live
+    live.stop()
+    hub.close()
+
+
+@pytest.fixture(scope="module")
+def client(server) -> openai.OpenAI:
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
