@@ -117,6 +117,11 @@ def photograph(url: str, key: str, collection: str, out: Path, chromium: str) ->
         page.wait_for_selector("#key-result:not(:empty)")
         shot("keys")
 
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        checked = httpx.post(
+            url + "/v1/ops/check", json={"sample": 0}, headers=headers, timeout=600
+        )
+        checked.raise_for_status()  # the overview shows the last check's result
         page.goto(url + "/")
         page.wait_for_selector("article[data-collection]")
         shot("collections")

@@ -244,8 +244,9 @@ function refuse(item, error) {
 }
 
 function fileResult(file) {
-  if (file.status === "failed" || file.error) return `failed: ${file.error}`;
-  return `${file.status}: ${file.chunks} chunk(s), ${file.embedded} embedded, ${file.skipped} reused`;
+  if (file.status === "failed" || file.error) return `${file.path} failed: ${file.error}`;
+  if (file.status !== "done") return `${file.path} ${file.status}`;
+  return `${file.chunks} chunk(s), ${file.embedded} embedded, ${file.skipped} reused`;
 }
 
 async function watchJob(id, item) {
