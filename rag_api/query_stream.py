@@ -17,6 +17,7 @@ from typing import Any
 from rag_api.answer import AnswerStream, answer
 from rag_api.errors import RagError
 from rag_api.hub import Hub
+from rag_api.metrics import observe_stages
 from rag_api.openai_compat.sse import frame
 from rag_api.query import QueryBody
 from rag_api.retrieval import search
@@ -35,10 +36,9 @@ class QueryEvents:
         self.answer: AnswerStream | None = None
         self.passages = outcome.passages
         if body.generate:
-            generation_started = time.perf_counter()
+            self.generation_started = time.perf_counter()
             self.answer = answer(hub.generators, kb, body.query, outcome.passages)
             self.passages = self.answer.passages
-            self.generation_started = generation_started
 
     def __iter__(self) -> Iterator[str]:
         sources = [p.as_dict() for p in self.passages]
@@ -54,6 +54,7 @@ class QueryEvents:
                 yield frame({"code": exc.code, "message": exc.message}, event="error")
                 return
             self.timings["generate"] = _ms_since(self.generation_started)
+            observe_stages(self.head["collection"], {"generate": self.timings["generate"]})
             done["usage"] = self.answer.usage.as_dict()
             self.warning = self.answer.warning or self.warning
         self.timings["total"] = _ms_since(self.started)
