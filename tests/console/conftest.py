@@ -109,7 +109,8 @@ def hub_process(tmp_path: Path) -> Iterator[Callable[..., HubProcess]]:
             )
         hub = HubProcess(f"http://127.0.0.1:{port}", process, log)
         started.append(hub)
-        wait_for(lambda: _ready(hub.url, process, log), timeout=180, interval=0.2)
+        # the first start of a fresh checkout exports MiniLM to ONNX (minutes on a busy machine)
+        wait_for(lambda: _ready(hub.url, process, log), timeout=600, interval=0.2)
         return hub
 
     yield start
