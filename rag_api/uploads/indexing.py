@@ -22,7 +22,7 @@ from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from rag_api.errors import QueueFull, RagError
+from rag_api.errors import QueueFull, RagError, UpstreamUnavailable
 from rag_api.hub import Hub
 from rag_api.sync import file_scope, sync_collection
 from rag_api.uploads.jobs import Job, JobBook, JobFile
@@ -31,6 +31,12 @@ from rag_api.uploads.state import FileFailures
 log = logging.getLogger("rag_api.uploads")
 RETRY_AFTER_DEFAULT_S = 5
 RETRY_AFTER_MAX_S = 300
+UPSTREAM_RETRIES = 4  # an unreachable embedder or store: tried again after 1, 2, 4, 8 s
+UPSTREAM_RETRY_FIRST_S = 1.0
+
+
+class _Stopping(Exception):
+    """The hub stops while a file waits for a retry: the job stays unfinished, run at next start."""
 
 
 class IndexQueue:
@@ -132,11 +138,30 @@ class IndexQueue:
                 if self._stop:
                     return  # left queued in its file: the next start runs it again
             self.book.file_started(job, item)
-            self.book.file_finished(job, item, **self._index_file(job.collection, item))
+            try:
+                outcome = self._index_file(job.collection, item)
+            except _Stopping:
+                return
+            self.book.file_finished(job, item, **outcome)
         self.book.finish(job)
 
     def _index_file(self, name: str, item: JobFile) -> dict[str, object]:
-        """Index one uploaded file; what its JobFile records."""
+        """Index one uploaded file, again after a while if the embedder or the store cannot be
+        reached; what its JobFile records."""
+        for attempt in range(UPSTREAM_RETRIES + 1):
+            try:
+                return self._try_file(name, item)
+            except UpstreamUnavailable as exc:
+                if attempt == UPSTREAM_RETRIES:
+                    return self._failed(name, item.path, exc.message)
+                delay = UPSTREAM_RETRY_FIRST_S * 2**attempt
+                log.warning("%s: %s: retry in %.0f s: %s", name, item.path, delay, exc.message)
+                with self._cond:
+                    if self._cond.wait_for(lambda: self._stop, timeout=delay):
+                        raise _Stopping from None
+        raise AssertionError("unreachable")
+
+    def _try_file(self, name: str, item: JobFile) -> dict[str, object]:
         rel = item.path
         try:
             collection = self.hub.collection(name)
@@ -144,6 +169,8 @@ class IndexQueue:
                 report = sync_collection(
                     collection, max_bytes=self.hub.settings.max_file_bytes, only=[rel]
                 )
+        except UpstreamUnavailable:
+            raise
         except RagError as exc:
             return self._failed(name, rel, exc.message)
         except Exception as exc:

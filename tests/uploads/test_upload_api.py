@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rag_api.sync import file_scope
-from tests.conftest import assert_error_shape, wait_for
+from tests.conftest import assert_error_shape, hash_collection, wait_for, write_config
 from tests.uploads.conftest import ADMIN, READER, file_states, finished, upload
 
 GUIDE = (
@@ -325,3 +325,20 @@ def test_a_streamed_body_over_the_limit_is_413_and_a_broken_form_422(start, kb: 
         empty = http.post(url, content=b"--edge\r\nnonsense", headers=multipart)
         assert "at least one file" in assert_error_shape(empty, 422, "INVALID_REQUEST")["message"]
     assert (kb / "big.md").stat().st_size == 1000
+
+
+def test_an_embedder_outage_is_waited_out(
+    tmp_path: Path, make_settings, serve, fake_ollama
+) -> None:
+    """Ollama answers 503 twice: the file is tried again (after 1 s, then 2 s) and indexed."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    embedder = {"provider": "ollama", "model": "nomic-embed-text", "dim": 768}
+    docs = hash_collection(kb, embedder=embedder | {"base_url": fake_ollama.url})
+    server = serve(make_settings(write_config(tmp_path / "c.yaml", {"docs": docs})))
+    before = len(fake_ollama.calls("/api/embed"))
+    fake_ollama.fail(503, times=2, path="/api/embed")
+    with server.client() as http:
+        job = finished(http, upload(http, [("guide.md", GUIDE)]).json()["id"])
+    assert job["status"] == "done" and job["files"][0]["embedded"] == job["files"][0]["chunks"]
+    assert len(fake_ollama.calls("/api/embed")) - before == 3
