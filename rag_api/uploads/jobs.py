@@ -1,8 +1,9 @@
 """Upload jobs: what was written, and how far its indexing got; kept in RAG_DATA_DIR/jobs.
 
-Each job is one small JSON file, rewritten atomically at each change (queued, indexing, each file
-done, finished), so a job outlives a restart: one cut short (queued or indexing) is queued again
-when the hub starts, and its files are indexed then (re-indexing an unchanged file embeds nothing).
+Each job is one small JSON file, written atomically when the job is created and when it finishes
+(its progress in between lives in memory: a restart runs an unfinished job whole again, so
+nothing in between needs to survive). A job outlives a restart: one cut short is queued again when
+the hub starts, and its files are indexed then (re-indexing an unchanged file embeds nothing).
 Only the newest `history` jobs are kept; an older id answers 404 saying so.
 """
 
@@ -99,18 +100,16 @@ class JobBook:
             job.status = "indexing"
             for item in job.files:
                 item.status, item.error = "queued", None
-            self._save(job)
 
     def file_started(self, job: Job, item: JobFile) -> None:
         with self._lock:
-            item.status = "indexing"  # not saved: a restart queues the whole job again anyway
+            item.status = "indexing"
 
     def file_finished(self, job: Job, item: JobFile, **outcome: Any) -> None:
         with self._lock:
             for key, value in outcome.items():
                 setattr(item, key, value)
             item.status = "failed" if item.error else "done"
-            self._save(job)
 
     def finish(self, job: Job) -> None:
         """A job is done when every file was indexed, failed when any was not (the files say why)."""
