@@ -138,7 +138,10 @@ class JobBook:
 
     def _save(self, job: Job) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        write_atomically(self.folder / f"{job.id}.json", json.dumps(job.as_dict()))
+        # not fsynced: losing a job record takes a machine crash, and the reconcile at the next
+        # start indexes its files anyway (the files themselves are fsynced)
+        text = json.dumps(job.as_dict())
+        write_atomically(self.folder / f"{job.id}.json", text, durable=False)
 
     def _trim(self) -> None:
         """Forget the oldest finished jobs beyond `history` (unfinished ones are kept)."""
