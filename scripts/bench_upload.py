@@ -131,8 +131,10 @@ def _direct(hub: Hub, kb: Path, files: list, tag: str) -> float:
 
 
 def _warm(http: httpx.Client, hub: Hub) -> None:
-    """One upload and one direct sync first: models, store and connections warm."""
-    files = [("warm.md", lambda marker: SMALL.format(marker=marker).encode())]
+    """One upload and one direct sync of each type first: models, store, connections and the
+    readers' one-time costs (the plain-text splitter's first use takes seconds) on neither side."""
+    text = SMALL.format(marker="warm").encode()
+    files = [(f"warm{suffix}", lambda marker: text + marker.encode()) for suffix in sorted(TYPES)]
     _by_api(http, files, "warm-a")
     _direct(hub, hub.collection("bench").kb_path, files, "warm-d")
 
