@@ -10,7 +10,10 @@ embedding included).
     HF_HUB_OFFLINE=1 PYTHONPATH=. python scripts/bench_retrieval.py --dataset squad-it --queries 1000
 
 The built index is kept under .bench/ (one folder per dataset, embedder, chunking, titles and doc
-limit): re-runs with other query settings (--fusion, --rrf-k, --candidates) do not re-embed.
+limit): re-runs with other query settings (--fusion, --rrf-k, --candidates) do not re-index. Dense
+vectors of chunks and queries are kept under .bench/vectors/ (evallib.vector_cache): a rebuilt
+index (another BM25 encoding) re-embeds nothing, and the metrics passes read the query vectors
+from there. Latency is measured on the product path itself (query embedded live).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from rag_api.chunking import Chunk, split_text  # noqa: E402
+from rag_api.chunking import SPARSE_VERSION, Chunk, split_text  # noqa: E402
 from rag_api.collection import Collection  # noqa: E402
 from rag_api.config import parse_config  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
@@ -43,6 +46,7 @@ from scripts.evallib import (  # noqa: E402
     latency_summary,
     load_dataset,
 )
+from scripts.evallib.vector_cache import CachedQueries, document_vectors  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 MODES = ("dense", "sparse", "hybrid")
@@ -70,7 +74,12 @@ def main() -> None:
             f"fusion {args.fusion} (rrf_k {args.rrf_k}), candidates {args.candidates}, "
             f"depth {args.depth} chunks for R@100"
         )
-        rows = [(mode, run_mode(collection, dataset, mode, args.depth)) for mode in args.modes]
+        live = collection.embeddings
+        queries = list(dataset.queries.values())
+        cached = CachedQueries(live, args.cache_dir / "vectors", collection.cfg.embedder, queries)
+        rows = [
+            (mode, run_mode(collection, dataset, mode, args, cached, live)) for mode in args.modes
+        ]
     finally:
         hub.close()
     print_table(rows)
@@ -89,7 +98,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rrf-k", type=int, default=60)
     parser.add_argument("--fusion", choices=["rrf", "dbsf"], default="rrf")
     parser.add_argument("--candidates", type=int, default=50, help="per-side prefetch")
+    parser.add_argument("--source-evidence", type=float, default=0.0, help="rag_api.evidence share")
     parser.add_argument("--depth", type=int, default=300, help="chunks retrieved for recall@100")
+    parser.add_argument("--latency-queries", type=int, default=300, help="timed live searches")
     parser.add_argument("--data-dir", type=Path, default=default_data_dir())
     parser.add_argument("--cache-dir", type=Path, default=REPO / ".bench")
     args = parser.parse_args()
@@ -110,6 +121,7 @@ def collection_entry(args: argparse.Namespace, dataset: Dataset, embedder: str) 
         "fusion": args.fusion,
         "rrf_k": args.rrf_k,
         "candidates": args.candidates,
+        "source_evidence": args.source_evidence,
     }
     return {
         "language": dataset.language,
@@ -143,10 +155,19 @@ def build_index(
         "docs": len(docs),
         "chunks": sum(len(chunks) for chunks in docs.values()),
         "sparse_probe": [sparse.indices, [round(v, 6) for v in sparse.values]],
+        "sparse_version": SPARSE_VERSION,
     }
     if marker_path.is_file() and json.loads(marker_path.read_text()) == wanted:
         return wanted
     started = time.perf_counter()
+    texts = [text for chunks in docs.values() for text in chunks]
+    vectors = document_vectors(
+        args.cache_dir / "vectors", collection.cfg.embedder, texts, collection.embed_documents
+    )
+    print(
+        f"  {len(texts)} chunk vectors ready in {time.perf_counter() - started:.0f} s",
+        file=sys.stderr,
+    )
     writes = [
         DocumentWrite(
             collection,
@@ -156,6 +177,8 @@ def build_index(
         )
         for doc_id, chunks in docs.items()
     ]
+    for write in writes:  # vectors found by content hash are not embedded again
+        write.vectors = vectors
     for start in range(0, len(writes), DOCS_PER_WRITE):
         write_documents(collection, writes[start : start + DOCS_PER_WRITE])
         done = min(start + DOCS_PER_WRITE, len(writes))
@@ -168,18 +191,35 @@ def build_index(
     return wanted
 
 
-def run_mode(collection: Collection, dataset: Dataset, mode: str, depth: int) -> dict[str, float]:
+def run_mode(
+    collection: Collection,
+    dataset: Dataset,
+    mode: str,
+    args: argparse.Namespace,
+    cached: CachedQueries,
+    live: Any,
+) -> dict[str, float]:
     """Metrics of one mode over every query, plus the latency of a default (top_k) search.
 
     @10 metrics rank what the product ranks: per-side candidates as configured, the first 10
     documents of the fused top `candidates` chunks. recall@100 comes from a deeper search
-    (`depth` chunks, as many candidates per side).
+    (`depth` chunks, as many candidates per side). Latency: the first `latency_queries` queries,
+    searched as the product does (query embedding included).
     """
     top, deep, latencies = {}, {}, []
     shallow = collection.cfg.retrieval.candidates
-    for qid, text in dataset.queries.items():
-        top[qid] = ranked_docs(search(collection, SearchRequest(text, top_k=shallow, mode=mode)))
-        deep[qid] = ranked_docs(search(collection, SearchRequest(text, top_k=depth, mode=mode)))
+    collection.embeddings = cached
+    try:
+        for qid, text in dataset.queries.items():
+            top[qid] = ranked_docs(
+                search(collection, SearchRequest(text, top_k=shallow, mode=mode))
+            )
+            deep[qid] = ranked_docs(
+                search(collection, SearchRequest(text, top_k=args.depth, mode=mode))
+            )
+    finally:
+        collection.embeddings = live
+    for text in list(dataset.queries.values())[: args.latency_queries]:
         started = time.perf_counter()
         search(collection, SearchRequest(text, mode=mode))
         latencies.append(time.perf_counter() - started)
