@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -42,6 +42,7 @@ from rag_api.store import (
     SearchSpec,
     Selector,
     SparseEncoder,
+    SparseVec,
     Store,
     sparse_encoder,
 )
@@ -86,6 +87,11 @@ class Collection:
     @property
     def sparse(self) -> SparseEncoder:
         return sparse_encoder(self.cfg.language, self.cfg.chunking.size)
+
+    def sparse_of(self, raw: Mapping[str, Any]) -> SparseVec:
+        """The BM25 vector of a stored chunk: its text with its document's title line."""
+        stored = payload.StoredChunk(raw)
+        return self.sparse.document(stored.text, stored.title)
 
     @property
     def embedder_id(self) -> str:

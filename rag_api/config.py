@@ -88,6 +88,9 @@ class RetrievalConfig(Strict):
     fusion: Fusion = "rrf"
     rrf_k: Annotated[int, Field(ge=1, le=10_000)] = 60
     candidates: Annotated[int, Field(ge=1, le=1000)] = 50
+    # a source's evidence from its other chunks (rag_api.evidence): each passage ranks by its
+    # score + this share of the 2 best scores of its source's other candidates; 0 = best chunk only
+    source_evidence: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
     relative_threshold: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
     context_chars: Annotated[int, Field(ge=100)] = 6000
     diversity: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0  # MMR; 0 = off

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from rag_api import payload
-from rag_api.chunking import Chunk
+from rag_api.chunking import Chunk, title_line
 from rag_api.collection import Batch, Collection
 from rag_api.errors import EmbedderUnavailable
 from rag_api.store import PointData, Selector
@@ -70,6 +70,7 @@ class DocumentWrite:
         coll = self.collection
         prefix = coll.cfg.embedder.document_prefix
         self.hashes = [content_hash(c.text, prefix) for c in self.chunks]
+        titles = document_titles(self.chunks)
         self.payloads = [
             payload.build(
                 self.provenance,
@@ -79,6 +80,7 @@ class DocumentWrite:
                 metadata=chunk.metadata,
                 content_hash=digest,
                 embedder=coll.embedder_id,
+                title=titles.get(chunk.source),
             )
             for chunk, digest in zip(self.chunks, self.hashes, strict=True)
         ]
@@ -103,7 +105,9 @@ class DocumentWrite:
 
     def commit(self, batch: Batch) -> WriteStats:
         coll = self.collection
-        sparse = coll.sparse.documents([c.text for c in self.chunks])
+        sparse = coll.sparse.documents(
+            [c.text for c in self.chunks], [p.get(payload.TITLE) for p in self.payloads]
+        )
         ids = [payload.point_id(coll.name, c.source, c.chunk_index) for c in self.chunks]
         points = [
             PointData(pid, self.vectors[digest], body, sv)
@@ -116,6 +120,19 @@ class DocumentWrite:
             deleted=deleted,
             written=len(points),
         )
+
+
+def document_titles(chunks: Sequence[Chunk]) -> dict[str, str]:
+    """source -> its title line, for the sources (among `chunks`) that start with one."""
+    by_source: dict[str, list[Chunk]] = {}
+    for chunk in chunks:
+        by_source.setdefault(chunk.source, []).append(chunk)
+    titles = {}
+    for source, own in by_source.items():
+        ordered = sorted(own, key=lambda c: c.chunk_index)
+        if (title := title_line([c.text for c in ordered])) is not None:
+            titles[source] = title
+    return titles
 
 
 def write_documents(

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from rag_api.chunking import CHUNKER_VERSION, SUFFIXES
+from rag_api.chunking import CHUNKER_VERSION, SPARSE_VERSION, SUFFIXES
 from rag_api.config import ChunkingConfig
 from rag_api.errors import KbFolderMissing
 
@@ -139,7 +139,9 @@ def _admit(
 
 
 def doc_hash(data: bytes, chunking: ChunkingConfig) -> str:
-    """Identity of a file's chunks: its bytes and the chunking that cut them."""
-    digest = hashlib.sha256(f"v{CHUNKER_VERSION}:{chunking.size}:{chunking.overlap}\n".encode())
+    """Identity of a file's points: its bytes, the chunking that cut them and the BM25 encoding
+    of their terms (a new one re-indexes the file; its dense vectors are reused by content hash)."""
+    version = f"v{CHUNKER_VERSION}.{SPARSE_VERSION}"
+    digest = hashlib.sha256(f"{version}:{chunking.size}:{chunking.overlap}\n".encode())
     digest.update(data)
     return digest.hexdigest()[:32]

@@ -36,6 +36,9 @@ DOC_HASH = "doc_hash"  # kb-file chunks: the content hash of the whole file when
 FILE_CHUNKS = "file_chunks"
 PERSIST = "persist"  # API chunks: false = deleted at the next start or /reload
 DYNAMIC = "dynamic"  # API chunks: the pipeline's `dynamic` flag
+TITLE = (
+    "title"  # the document's title line (rag_api.chunking.title_line), BM25-indexed with each chunk
+)
 
 FROM_FILE = "file"
 FROM_API = "api"
@@ -97,10 +100,11 @@ def build(
     metadata: Mapping[str, Any],
     content_hash: str,
     embedder: str,
+    title: str | None = None,
 ) -> dict[str, Any]:
     """A chunk's payload, its metadata checked (422 INVALID_REQUEST naming the key), still without
     the fields its commit adds (see `stamped`)."""
-    return {
+    built = {
         **provenance,
         TEXT: text,
         SOURCE: source,
@@ -109,6 +113,9 @@ def build(
         METADATA: require_metadata(metadata),
         EMBEDDER: embedder,
     }
+    if title is not None:
+        built[TITLE] = title
+    return built
 
 
 def stamped(payload: Mapping[str, Any], seq: int, indexed_at: str) -> dict[str, Any]:
@@ -184,6 +191,12 @@ class StoredChunk:
     def content_hash(self) -> str | None:
         value = self.raw.get(CONTENT_HASH)
         return value if isinstance(value, str) else None
+
+    @property
+    def title(self) -> str | None:
+        """The document's title line that BM25 indexes with this chunk (None: no title)."""
+        value = self.raw.get(TITLE)
+        return value if isinstance(value, str) and value else None
 
     @property
     def embedder(self) -> str | None:

@@ -8,7 +8,8 @@ Thresholds (documented rule):
 - `relative_threshold` keeps hits whose primary score (cosine; BM25 score in `sparse` mode) is at
   least that fraction of the best hit's.
 
-Order of work: filters inside Qdrant -> fused candidates -> absolute threshold -> optional
+Order of work: filters inside Qdrant -> fused candidates -> absolute threshold -> source evidence
+(rag_api.evidence: a passage's score gains a share of its source's other candidates') -> optional
 cross-encoder rerank (rag_api.rerank) -> optional MMR (rag_api.diversity) -> relative threshold
 -> top_k. Each passage keeps its fused `score` and each side's score and rank; a reranked one
 also carries `rerank_score`, which then decides the order.
@@ -24,6 +25,7 @@ from typing import Any
 from rag_api.collection import Collection
 from rag_api.config import EmbedderConfig, Mode, RetrievalConfig
 from rag_api.diversity import candidate_pool, diversify
+from rag_api.evidence import with_source_evidence
 from rag_api.metrics import observe_stages
 from rag_api.passage import Passage
 from rag_api.rerank import active_reranker, rerank
@@ -70,6 +72,7 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
         cfg.relative_threshold if request.relative_threshold is None else request.relative_threshold
     )
     diversity = cfg.diversity if request.diversity is None else request.diversity
+    evidence = cfg.source_evidence
     reranker = active_reranker(collection.name, collection.cfg.rerank, request.rerank)
     mode: Mode = request.mode or cfg.mode
     timings: dict[str, float] = {}
@@ -85,6 +88,8 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
     pool = max(top_k, reranker.candidates if reranker else 0)
     if diversity > 0:
         pool = max(pool, candidate_pool(top_k, cfg.candidates))
+    if evidence > 0:  # a source's other chunks are found among all the fused candidates
+        pool = max(pool, cfg.candidates)
     spec = SearchSpec(
         limit=pool,
         dense=dense,
@@ -104,6 +109,8 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
     passages = [Passage.from_hit(hit) for hit in hits]
     if mode != "sparse":
         passages = [p for p in passages if p.dense_score is not None and p.dense_score >= threshold]
+    if evidence > 0:
+        passages = _with_evidence(passages, evidence)
     if reranker is not None:
         started = time.perf_counter()
         passages = rerank(reranker, request.query, passages)
@@ -123,6 +130,13 @@ def _query_vector(
     if request.vector is not None:
         return list(request.vector)
     return collection.embed_query(request.query, embedder).tolist()
+
+
+def _with_evidence(passages: list[Passage], share: float) -> list[Passage]:
+    ranked = with_source_evidence(passages, share, lambda p: p.source, lambda p: p.score)
+    for passage, score in ranked:
+        passage.score = score
+    return [passage for passage, _ in ranked]
 
 
 def _primary(passage: Passage, mode: Mode) -> float:

@@ -114,7 +114,7 @@ def _write(
         return 0
     texts = [extract_text(payload) for _, payload in batch]
     vectors = embed_texts(target, texts)
-    sparse = target.sparse.documents(texts)
+    sparse = [target.sparse_of(body) for _, body in batch]
     points = [
         PointData(pid, vector, payload, sv)
         for (pid, payload), vector, sv in zip(batch, vectors, sparse, strict=True)

@@ -335,9 +335,8 @@ def _check_sparse(collection: Collection, info: CollectionInfo, result: Inspecti
         )
         return
     lacking = collection.scan(Selector(has_sparse=False))
-    encoder = collection.sparse
     # a chunk of nothing but stop words has no BM25 vector by design
-    missing = [r.id for r in lacking if encoder.document(extract_text(r.payload)).indices]
+    missing = [r.id for r in lacking if collection.sparse_of(r.payload).indices]
     if missing:
         result.add(
             "sparse",

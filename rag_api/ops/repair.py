@@ -8,7 +8,6 @@ from rag_api import kb
 from rag_api.collection import Collection
 from rag_api.ops.findings import Repair
 from rag_api.ops.inspection import RepairPlan
-from rag_api.payload import extract_text
 from rag_api.store import PointData, Selector
 from rag_api.sync import SyncReport, file_scope, index_files
 
@@ -73,7 +72,7 @@ def _restore_sparse(collection: Collection, ids: list[str]) -> int:
     with collection.batch() as batch:
         records = batch.records(Selector(ids=tuple(ids)), fields=None, with_dense=True)
         points = [
-            PointData(r.id, r.dense, r.payload, collection.sparse.document(extract_text(r.payload)))
+            PointData(r.id, r.dense, r.payload, collection.sparse_of(r.payload))
             for r in records
             if r.dense is not None
         ]

@@ -62,7 +62,7 @@ def physical(hub: Hub) -> str:
 
 def put(hub: Hub, pid: str, dense, payload: dict) -> PointData:
     """Write a point behind the hub's back, with its BM25 vector as the hub would."""
-    point = PointData(pid, dense, payload, hub.collection("docs").sparse.document(payload["text"]))
+    point = PointData(pid, dense, payload, hub.collection("docs").sparse_of(payload))
     hub.store.upsert(physical(hub), [point])
     return point
 
