@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -15,7 +14,6 @@ from rag_api.store.types import (
     DENSE,
     SPARSE,
     CollectionInfo,
-    Condition,
     Hit,
     Layout,
     PageSpec,
@@ -287,47 +285,6 @@ def search_plan(spec: SearchSpec, info: CollectionInfo) -> str | None:
     if dense and sparse:
         return "hybrid"
     return "dense" if dense else "sparse" if sparse else None
-
-
-@dataclass(frozen=True)
-class FilterTypes:
-    """An engine's filter constructors, by role: a Selector's conditions are translated once, here
-    (engine_filter), into whichever engine's types."""
-
-    filter: Callable[..., Any]  # (must=[...], must_not=[...] | None)
-    field: Callable[..., Any]  # (key=..., match=... or range=...)
-    any: Callable[[Any], Any]  # a match of any of these values
-    prefix: Callable[[str], Any]
-    ids: Callable[[Any], Any]
-    equals: Callable[[Any], Any]
-    range: Callable[..., Any]  # (gte=..., lte=...)
-    has_vector: Callable[[str], Any]
-
-
-def engine_filter(selector: Selector, types: FilterTypes) -> Any | None:
-    """A selector as the engine's filter (must, must_not); None = no filter."""
-    if selector.is_everything:
-        return None
-    must: list[Any] = []
-    must_not: list[Any] = []
-    for clause in selector.conditions():
-        (must_not if clause.negated else must).append(_condition(clause, types))
-    return types.filter(must=must, must_not=must_not or None)
-
-
-def _condition(clause: Condition, types: FilterTypes) -> Any:
-    key, value = clause.key, clause.value
-    if clause.kind == "any":
-        return types.field(key=key, match=types.any(value))
-    if clause.kind == "prefix":
-        return types.field(key=key, match=types.prefix(value))
-    if clause.kind == "equals":
-        return types.field(key=key, match=types.equals(value))
-    if clause.kind == "range":
-        return types.field(key=key, range=types.range(gte=clause.gte, lte=clause.lte))
-    if clause.kind == "ids":
-        return types.ids(value)
-    return types.has_vector(key)
 
 
 def hnsw_ef(limit: int) -> int:

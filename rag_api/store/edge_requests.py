@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 import qdrant_edge as qe
 
-from rag_api.store.base import FilterTypes, engine_filter, hnsw_ef
+from rag_api.store.base import hnsw_ef
+from rag_api.store.filters import FilterTypes, engine_filter
 from rag_api.store.types import CollectionInfo, Selector, SparseVec
 
 # Below this many points a search scans exactly (always right, still sub-millisecond); above it

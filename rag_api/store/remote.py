@@ -15,9 +15,7 @@ from rag_api.errors import StoreUnavailable
 from rag_api.redact import redact
 from rag_api.store.base import (
     PAYLOAD_INDEXES,
-    FilterTypes,
     Store,
-    engine_filter,
     hit_from,
     hnsw_ef,
     id_scores,
@@ -25,6 +23,7 @@ from rag_api.store.base import (
     record_from,
     rrf_engine_k,
 )
+from rag_api.store.filters import FilterTypes, engine_filter
 from rag_api.store.types import (
     DENSE,
     SPARSE,
