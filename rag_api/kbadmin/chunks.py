@@ -45,6 +45,7 @@ def result_view(passage: Passage) -> dict[str, Any]:
         "score": round(shown_score(passage), 3),
         "chunk_index": passage.chunk_index,
         "metadata": passage.metadata,
+        **({"collection": passage.collection} if passage.collection is not None else {}),
     }
 
 

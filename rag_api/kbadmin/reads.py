@@ -140,10 +140,17 @@ def context_block(language: str, passages: list[Passage]) -> str:
     if not passages:
         return ""
     entries = [
-        f"[{n}] (source={p.source}, score={shown_score(p):.3f})\n{p.text}"
+        f"[{n}] (source={_where(p)}, score={shown_score(p):.3f})\n{p.text}"
         for n, p in enumerate(passages, 1)
     ]
     return pack(language).context_header + "\n" + "\n\n".join(entries)
+
+
+def _where(passage: Passage) -> str:
+    """The source, prefixed by its collection where collections mix (`auto`): `soporte:faq.md`."""
+    if passage.collection is None:
+        return passage.source
+    return f"{passage.collection}:{passage.source}"
 
 
 def _ranked(

@@ -12,9 +12,11 @@ from rag_api.collection import Collection
 from rag_api.hub import Hub
 from rag_api.openai_compat.condense import retrieval_query
 from rag_api.openai_compat.conversation import Conversation
-from rag_api.openai_compat.routing import resolve_model
+from rag_api.openai_compat.routing import resolve_model, routes_by_question
 from rag_api.prompts import Cited, pack
 from rag_api.retrieval import SearchRequest, search
+from rag_api.routing import RouteRequest, route_search
+from rag_api.routing.signals import question_language
 
 _CITATION = re.compile(r"\[(\d+)\]")
 
@@ -27,6 +29,8 @@ class Reply:
     collection: Collection
     stream: AnswerStream
     retrieval_warning: str | None = None
+    routing: dict[str, Any] | None = None  # `auto`: which collections were searched and why
+    language: str | None = None  # the answer's, when `auto` chose it
     _parts: list[str] = field(default_factory=list)
 
     def pieces(self) -> Iterator[str]:
@@ -55,7 +59,8 @@ class Reply:
         passages = self.stream.passages
         if not passages or not self.collection.cfg.citations:
             return ""
-        return citations_footer(self.content, passages, self.collection.cfg.language)
+        language = self.language or self.collection.cfg.language
+        return citations_footer(self.content, passages, language)
 
     @property
     def finish_reason(self) -> str:
@@ -71,6 +76,8 @@ class Reply:
         warning = self.stream.warning or self.retrieval_warning
         if warning:
             fields["warning"] = warning
+        if self.routing is not None:
+            fields["routing"] = self.routing
         return fields
 
     def close(self) -> None:
@@ -85,7 +92,10 @@ def start_reply(
     temperature: float | None,
     max_tokens: int | None,
 ) -> Reply:
-    """Route `model` to a collection, retrieve for the conversation and start the answer."""
+    """Route `model` to a collection (or let `auto` choose), retrieve for the conversation and
+    start the answer."""
+    if routes_by_question(hub, model):
+        return _routed_reply(hub, model, conversation, temperature, max_tokens)
     collection = resolve_model(hub, model)
     outcome = search(collection, SearchRequest(query=retrieval_query(conversation, collection)))
     stream = answer(
@@ -99,6 +109,35 @@ def start_reply(
         max_tokens=max_tokens,
     )
     return Reply(model, collection, stream, outcome.warning)
+
+
+def _routed_reply(
+    hub: Hub,
+    model: str,
+    conversation: Conversation,
+    temperature: float | None,
+    max_tokens: int | None,
+) -> Reply:
+    """`auto`: a follow-up is recognised with the analyser of a collection in the question's
+    language (else the default collection's), then routed like any question."""
+    routable = [c for c in hub.collections.values() if c.cfg.enabled and c.cfg.routing.enabled]
+    language = question_language(conversation.question, [c.cfg.language for c in routable])
+    reader = next((c for c in routable if c.cfg.language == language), hub.collection())
+    query = SearchRequest(query=retrieval_query(conversation, reader))
+    routed = route_search(hub, RouteRequest(query))
+    stream = answer(
+        hub.generators,
+        routed.answering,
+        conversation.question,
+        routed.passages,
+        history=conversation.history,
+        client_system=conversation.system,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        language=routed.language,
+    )
+    routing = routed.routing.as_dict()
+    return Reply(model, routed.answering, stream, routed.warning, routing, routed.language)
 
 
 def citations_footer(text: str, passages: Sequence[Cited], language: str) -> str:

@@ -1,5 +1,7 @@
-"""OpenAI `model` -> collection: the exact collection name or `rag/<name>`; anything else (say
-`gpt-4o`, AnythingLLM's default) goes to default_collection, or is a 404 with `unknown_model: error`."""
+"""OpenAI `model` -> collection: the exact collection name or `rag/<name>`; the router's name
+(`auto`) routes by the question (rag_api.routing); anything else (say `gpt-4o`, AnythingLLM's
+default) goes to default_collection, to `auto` with `unknown_model: auto`, or is a 404 with
+`unknown_model: error`."""
 
 from __future__ import annotations
 
@@ -17,8 +19,17 @@ class ModelNotFound(RagError):
     status = 404
 
 
+def routes_by_question(hub: Hub, model: str) -> bool:
+    """Whether `model` asks for `auto`: its name, or an unknown name with `unknown_model: auto`."""
+    name = model.removeprefix(PREFIX)
+    if name == hub.config.router.name:
+        return True
+    unknown = name not in hub.collections and not model.startswith(PREFIX)
+    return unknown and hub.config.unknown_model == "auto"
+
+
 def resolve_model(hub: Hub, model: str) -> Collection:
-    """The collection that answers requests for `model`."""
+    """The collection that answers requests for `model` (not `auto`: see routes_by_question)."""
     name = model.removeprefix(PREFIX)
     if name in hub.collections:
         return hub.collection(name)
@@ -43,8 +54,10 @@ def find_model(hub: Hub, model: str) -> str:
 
 
 def models(hub: Hub) -> list[str]:
-    """The enabled collections: one model each."""
-    return [name for name, c in hub.collections.items() if c.cfg.enabled]
+    """The enabled collections, one model each, then `auto` when it has two to choose from."""
+    names = [name for name, c in hub.collections.items() if c.cfg.enabled]
+    routable = [name for name in names if hub.collections[name].cfg.routing.enabled]
+    return names + [hub.config.router.name] if len(routable) >= 2 else names
 
 
 def model_card(hub: Hub, name: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from rag_api.collection import Collection
 from rag_api.errors import InvalidRequest
 from rag_api.hub import Hub
 from rag_api.kbadmin import reads, schemas, writes
+from rag_api.kbadmin import routed as auto_routes
 from rag_api.routes import schemas as answers
 from rag_api.routes.deps import HubDep
 from rag_api.routes.indexer import indexer_status
@@ -30,13 +31,18 @@ CollectionParam = Annotated[str | None, Query(description="default: default_coll
 EXACT = {"response_model_exclude_unset": True}  # the keys the route built, none added
 
 
-def routed(hub: Hub, in_body: str | None, in_query: str | None) -> Collection:
-    """The collection named in the body or the query (they must agree), else the default."""
+def routed_name(in_body: str | None, in_query: str | None) -> str | None:
+    """The collection named in the body or the query (they must agree), if any."""
     if in_body and in_query and in_body != in_query:
         raise InvalidRequest(
             f"collection: the body says '{in_body}' but the query says '{in_query}'"
         )
-    return hub.collection(in_body or in_query)
+    return in_body or in_query
+
+
+def routed(hub: Hub, in_body: str | None, in_query: str | None) -> Collection:
+    """The collection named in the body or the query (they must agree), else the default."""
+    return hub.collection(routed_name(in_body, in_query))
 
 
 @router.get("/status", dependencies=READ, response_model=answers.Status, **EXACT)
@@ -64,10 +70,16 @@ def _post(
     action: Callable[[Collection, Any], Result],
     access: list[Dependency],
     answer: type[BaseModel] | None = None,
+    auto: Callable[[Hub, Any], Result] | None = None,
 ) -> None:
-    """POST `path`: validate the body, route to its collection, run `action`."""
+    """POST `path`: validate the body, route to its collection, run `action` (or `auto` when
+    the body asks for routing by the question: kbadmin.routed)."""
 
     def endpoint(body, hub: HubDep, collection: CollectionParam = None) -> Result:
+        if auto is not None:
+            name = routed_name(body.collection, collection)
+            if auto_routes.wants_routing(hub, name, body):
+                return auto(hub, body)
         return action(routed(hub, body.collection, collection), body)
 
     endpoint.__annotations__["body"] = body_type
@@ -83,8 +95,15 @@ _post(
     READ,
     answers.ChunkPage,
 )
-_post("/search", schemas.Search, reads.search_results, READ, answers.SearchResults)
-_post("/context", schemas.Context, reads.context, READ, answers.ContextBlock)
+_post(
+    "/search",
+    schemas.Search,
+    reads.search_results,
+    READ,
+    answers.SearchResults,
+    auto_routes.search_results,
+)
+_post("/context", schemas.Context, reads.context, READ, answers.ContextBlock, auto_routes.context)
 _post("/chunks/update", schemas.UpdateChunk, writes.update_chunk, WRITE)
 _post("/upsert/document", schemas.UpsertDocument, writes.upsert_document, WRITE)
 _post("/add/document", schemas.AddDocument, writes.add_document, WRITE)

@@ -50,6 +50,25 @@ class CollectionList(Answer):
     collections: list[CollectionSummary]
 
 
+class Candidate(Answer):
+    """A collection `auto` considered: its probe score (null: not probed) and what the question
+    says about it (`keyword:…`, `entity:…`, `language:…`)."""
+
+    collection: str
+    probe_score: float | None
+    signals: list[str]
+    passages: int | None  # passages above its threshold (null: not searched)
+
+
+class RoutingBlock(Answer):
+    """Which collections `auto` searched and why (README: Routing by the question)."""
+
+    decision: Literal["narrow", "wide"]
+    reason: Literal["explicit", "signals", "probe", "wide", "widened"]
+    candidates: list[Candidate]
+    searched: list[str]
+
+
 class Source(Answer):
     """A passage an answer is grounded in, with its score on each side of the search."""
 
@@ -63,6 +82,7 @@ class Source(Answer):
     sparse_score: float | None
     sparse_rank: int | None
     rerank_score: float | None
+    collection: str | None = None  # the passage's collection, in `auto` answers
 
 
 class Usage(Answer):
@@ -83,6 +103,7 @@ class QueryAnswer(Answer):
     sources: list[Source]
     warning: str | None = None  # present only when something degraded the answer
     timings_ms: dict[str, float]
+    routing: RoutingBlock | None = None  # only from `auto`
 
 
 class Result(Answer):
@@ -93,6 +114,7 @@ class Result(Answer):
     score: float
     chunk_index: int
     metadata: dict[str, Any]
+    collection: str | None = None  # the passage's collection, in `auto` answers
 
 
 class SearchResults(Answer):
@@ -101,6 +123,7 @@ class SearchResults(Answer):
     results: list[Result]
     collection: str
     mode: Mode
+    routing: RoutingBlock | None = None  # only from `auto`
 
 
 class ContextBlock(Answer):
@@ -110,6 +133,7 @@ class ContextBlock(Answer):
     collection: str
     mode: Mode
     timings_ms: dict[str, float]
+    routing: RoutingBlock | None = None  # only from `auto`
 
 
 class SourceCount(Answer):
@@ -189,6 +213,7 @@ class HubFields(Answer):
     sources: list[Source]
     generator: str | None  # who answered: the LLM provider, or "extractive"
     warning: str | None = None  # present only when something degraded the answer
+    routing: RoutingBlock | None = None  # only from `auto`
 
 
 class AssistantMessage(Answer):

@@ -42,3 +42,14 @@ def _dbsf(side: Scored) -> Scored:
     if high == low:
         return [(pid, 0.5) for pid, _ in side]
     return [(pid, (score - low) / (high - low)) for pid, score in side]
+
+
+def rank_fusion(lists: list[list[str]], k: int, weights: list[float] | None = None) -> Scored:
+    """Weighted RRF of any number of ranked id lists: sum of weight / (k + rank), ranks from 1.
+    Ties keep the order of the lists, then of the ranks (the first list wins an equal score)."""
+    weights = weights or [1.0] * len(lists)
+    fused: dict[str, float] = {}
+    for side, weight in zip(lists, weights, strict=True):
+        for pid, score in _rrf([(pid, 0.0) for pid in side], k):
+            fused[pid] = fused.get(pid, 0.0) + weight * score
+    return sorted(fused.items(), key=lambda item: -item[1])  # stable: first seen first

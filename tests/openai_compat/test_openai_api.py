@@ -35,7 +35,8 @@ def assert_grounded(text: str, source: str = "billing.md") -> None:
 
 
 def test_models_are_the_enabled_collections(server, client):
-    assert [m.id for m in client.models.list()] == ["docs", "quiet"]
+    # then `auto`, which routes each question to the collection(s) it belongs to
+    assert [m.id for m in client.models.list()] == ["docs", "quiet", "auto"]
     raw = httpx.get(server.url + "/v1/models").json()
     assert raw["object"] == "list"
     for card in raw["data"]:
@@ -155,7 +156,7 @@ def test_responses_stream_event_sequence(server, client):
 
 def test_routes_without_the_v1_prefix(server):
     with httpx.Client(base_url=server.url) as http:
-        assert [m["id"] for m in http.get("/models").json()["data"]] == ["docs", "quiet"]
+        assert [m["id"] for m in http.get("/models").json()["data"]] == ["docs", "quiet", "auto"]
         chat = http.post("/chat/completions", json={"model": "docs", "messages": ask(REFUND)})
         assert_grounded(chat.json()["choices"][0]["message"]["content"])
         response = http.post("/responses", json={"model": "docs", "input": REFUND})

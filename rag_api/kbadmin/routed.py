@@ -1,0 +1,67 @@
+"""/v1/rag/search and /v1/rag/context through `auto`: the same answers as for one collection,
+each result naming its collection, plus the `routing` block (rag_api.routing)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rag_api.errors import InvalidRequest
+from rag_api.hub import Hub
+from rag_api.kbadmin.chunks import result_view
+from rag_api.kbadmin.reads import context_block
+from rag_api.kbadmin.schemas import Context, Search
+from rag_api.routing import RoutedOutcome, RouteRequest, is_router, route_search
+
+
+def wants_routing(hub: Hub, name: str | None, request: Search) -> bool:
+    """`collection` is the router's name, or `collections` names the candidates (then
+    `collection`, if given, must be the router's name)."""
+    if is_router(hub, name):
+        return True
+    if request.collections is None:
+        return False
+    if name is not None:
+        raise InvalidRequest(
+            f"collections: choose among collections with '{hub.config.router.name}', "
+            f"not with the named collection '{name}'",
+            param="collections",
+        )
+    return True
+
+
+def _route(hub: Hub, request: Search) -> RoutedOutcome:
+    names = tuple(request.collections) if request.collections is not None else None
+    return route_search(hub, RouteRequest(request.search_request(), names))
+
+
+def search_results(hub: Hub, request: Search) -> dict[str, Any]:
+    """/search through auto."""
+    routed = _route(hub, request)
+    results = [result_view(p) for p in routed.passages]
+    return {
+        "query": request.query,
+        "count": len(results),
+        "results": results,
+        "collection": hub.config.router.name,
+        "mode": routed.mode,
+        "routing": routed.routing.as_dict(),
+    }
+
+
+def context(hub: Hub, request: Context) -> dict[str, Any]:
+    """/context through auto: the header in the answer's language (rag_api.routing.route), or
+    the one asked for; each entry names its source's collection."""
+    started = time.perf_counter()
+    routed = _route(hub, request)
+    passages = routed.passages
+    timings = {**routed.timings_ms, "total": round((time.perf_counter() - started) * 1000, 3)}
+    return {
+        "block": context_block(request.language or routed.language, passages),
+        "results": [result_view(p) for p in passages],
+        "injected": len(passages),
+        "collection": hub.config.router.name,
+        "mode": routed.mode,
+        "timings_ms": timings,
+        "routing": routed.routing.as_dict(),
+    }

@@ -1,0 +1,127 @@
+"""A probe: one candidate collection searched for the question with its own embedder and BM25,
+and how strongly its best passage answers, on a scale that compares across models.
+
+Raw scores do not compare: MiniLM's cosine of a good passage is ~0.6, e5-small's ~0.9 and of
+an unrelated one still ~0.8; BM25 scores grow with the collection's vocabulary. So a probe
+measures two things that mean the same in every collection:
+
+- `stand_out`: how many standard deviations the best passage's cosine stands above this
+  question's cosine to the collection's typical passage (a fixed sample of its stored vectors,
+  kept per physical collection and renewed when the point count moves by a quarter) — a
+  question about the collection finds a passage far above the crowd, a stray one does not;
+- `coverage`: the share of the question's BM25 terms (the collection's own analyser: stemming,
+  stop words) that its best passage contains.
+
+A collection of fewer than MIN_SAMPLE passages has no crowd to stand out from: its best passage
+counts as standing out fully, and coverage alone grades it.
+
+`score = min(stand_out / STAND_OUT_FULL, 1) * (1 + coverage) / 2`: 0 without any passage above
+the collection's threshold (the probe failed), near 1 when both agree.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rag_api.collection import EVERYTHING, Collection
+from rag_api.passage import Passage
+from rag_api.payload import SOURCE
+from rag_api.retrieval import SearchOutcome, SearchRequest, search
+
+SAMPLE = 256  # stored vectors that stand for a collection's typical passage
+MIN_SAMPLE = 32  # fewer passages than this tell no crowd from the best: the cosine is trusted
+STAND_OUT_FULL = 8.0  # standard deviations above the typical passage that count as certain
+RESAMPLE_DRIFT = 0.25  # renew the sample when the point count moved by this share
+
+
+@dataclass
+class Probe:
+    """A candidate, what the question says about it, and (once searched) its passages and score."""
+
+    collection: Collection
+    signals: list[str] = field(default_factory=list)
+    outcome: SearchOutcome | None = None
+    score: float | None = None
+    stand_out: float | None = None
+    coverage: float | None = None
+
+    @property
+    def name(self) -> str:
+        return self.collection.name
+
+    @property
+    def passages(self) -> list[Passage]:
+        return self.outcome.passages if self.outcome is not None else []
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "collection": self.name,
+            "probe_score": None if self.score is None else round(self.score, 4),
+            "signals": self.signals,
+            "passages": None if self.outcome is None else len(self.passages),
+        }
+
+
+def run_probe(probe: Probe, request: SearchRequest, typical: TypicalPassages) -> Probe:
+    """Search the candidate (every filter, threshold and limit of the request applies) and
+    score its best passage."""
+    collection = probe.collection
+    probe.outcome = search(collection, request)
+    passages = probe.outcome.passages
+    if not passages:
+        probe.score = 0.0
+        return probe
+    best = passages[0]
+    probe.coverage = _coverage(collection, request.query, best.text)
+    probe.stand_out = _stand_out(collection, request.query, best, typical)
+    certainty = min(max(probe.stand_out, 0.0) / STAND_OUT_FULL, 1.0)
+    probe.score = certainty * (1.0 + probe.coverage) / 2.0
+    return probe
+
+
+def _coverage(collection: Collection, question: str, text: str) -> float:
+    encoder = collection.sparse
+    asked = encoder.terms(question)
+    return len(asked & encoder.terms(text)) / len(asked) if asked else 0.0
+
+
+def _stand_out(
+    collection: Collection, question: str, best: Passage, typical: TypicalPassages
+) -> float:
+    if best.dense_score is None:  # sparse mode: no cosine to compare
+        return 0.0
+    sample = typical.of(collection)
+    if sample is None or len(sample) < MIN_SAMPLE:
+        return STAND_OUT_FULL
+    cosines = sample @ collection.embed_query(question)
+    spread = float(cosines.std())
+    return (best.dense_score - float(cosines.mean())) / max(spread, 1e-6)
+
+
+class TypicalPassages:
+    """A fixed sample of each collection's stored vectors, read once and renewed as it grows."""
+
+    def __init__(self) -> None:
+        self._samples: dict[str, tuple[str, int, np.ndarray]] = {}
+        self._lock = threading.Lock()
+
+    def of(self, collection: Collection) -> np.ndarray | None:
+        info = collection.info()
+        if info is None:
+            return None
+        kept = self._samples.get(collection.name)
+        if kept is not None and kept[0] == info.physical and _close(kept[1], info.points):
+            return kept[2]
+        records = collection.records(EVERYTHING, [SOURCE], limit=SAMPLE, dense=True)
+        rows = [r.dense for r in records if r.dense]
+        sample = np.asarray(rows, dtype=np.float32) if rows else np.zeros((0, 0), np.float32)
+        with self._lock:
+            self._samples[collection.name] = (info.physical, info.points, sample)
+        return sample
+
+
+def _close(then: int, now: int) -> bool:
+    return abs(now - then) <= RESAMPLE_DRIFT * max(then, 1)

@@ -1,0 +1,184 @@
+"""`auto`: search the collection(s) a question belongs to, and say which and why.
+
+Candidates are the enabled collections with `routing.enabled` (or the request's `collections`).
+The rule that picks among them is in rag_api.routing.decide; each probe (rag_api.routing.probe)
+is a full search of one candidate with the request's filters, thresholds and limits, so a narrow
+answer is that search's result as it stands, and probes run at once on a small thread pool (two
+candidates on one model embed the question once: rag_api.query_vectors).
+
+A wide search fuses the candidates' lists — each already hybrid-fused and thresholded in its
+collection — by weighted reciprocal rank (rag_api.store.fusion.rank_fusion, k = CROSS_RRF_K),
+each list weighted by its probe score over the best one, so a stray collection's passages come
+after the strong one's first few; the result is cut to `top_k` (the request's, else the first
+list's collection's). Allowlists and filters apply inside every candidate's search, and the
+answer's context budget is the answering collection's.
+
+Who answers: the collection of the first passage (its LLM, context budget and citations). The
+answer's language is that collection's when every passage comes from collections of one
+language; when they mix, the question's language (guessed from its function words, see
+rag_api.routing.signals) if one of them speaks it, else the first passage's collection's.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from rag_api.collection import Collection
+from rag_api.config import Mode
+from rag_api.errors import InvalidRequest
+from rag_api.hub import Hub
+from rag_api.passage import Passage
+from rag_api.retrieval import SearchRequest
+from rag_api.routing.decide import by_probe, by_signals, strongest_first
+from rag_api.routing.probe import Probe, TypicalPassages, run_probe
+from rag_api.routing.signals import declared_matches, question_language
+from rag_api.store.fusion import rank_fusion
+
+CROSS_RRF_K = 10  # small: the order of each list matters more than its length
+_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="rag-probe")
+_TYPICAL: dict[int, TypicalPassages] = {}  # per hub (its store): the probes' samples
+
+
+@dataclass(frozen=True)
+class RouteRequest:
+    """A search for `auto`; `collections` restricts the candidates (None: every routable one)."""
+
+    search: SearchRequest
+    collections: tuple[str, ...] | None = None
+
+
+@dataclass
+class Routing:
+    """Which collections were searched and why: the `routing` block of every `auto` answer."""
+
+    decision: str  # narrow | wide
+    reason: str  # explicit | signals | probe | wide | widened
+    candidates: list[Probe]
+    searched: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "decision": self.decision,
+            "reason": self.reason,
+            "candidates": [p.as_dict() for p in self.candidates],
+            "searched": self.searched,
+        }
+
+
+@dataclass
+class RoutedOutcome:
+    """The passages (each naming its collection), the routing, who answers and in which language."""
+
+    passages: list[Passage]
+    routing: Routing
+    answering: Collection
+    language: str
+    mode: Mode
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    warning: str | None = None
+
+
+def is_router(hub: Hub, name: str | None) -> bool:
+    return name is not None and name == hub.config.router.name
+
+
+def candidates(hub: Hub, names: tuple[str, ...] | None) -> list[Collection]:
+    """The collections `auto` chooses among: the named ones (each must exist and be enabled),
+    else every enabled collection that routing is enabled for, in collections.yaml's order."""
+    if names is not None:
+        if not names:
+            raise InvalidRequest("collections: name at least one collection", param="collections")
+        unique = list(dict.fromkeys(names))
+        for name in unique:
+            hub.config.collection(name)  # 404 COLLECTION_NOT_FOUND
+        return [hub.collection(name) for name in unique]  # 409 when disabled
+    found = [c for c in hub.collections.values() if c.cfg.enabled and c.cfg.routing.enabled]
+    if not found:
+        raise InvalidRequest(f"'{hub.config.router.name}': no collection has routing enabled")
+    return found
+
+
+def route_search(hub: Hub, request: RouteRequest) -> RoutedOutcome:
+    """Decide where to look, search there, and fuse what was found (see the module docstring)."""
+    started = time.perf_counter()
+    question = request.search.query
+    pool = candidates(hub, request.collections)
+    language = question_language(question, [c.cfg.language for c in pool])
+    probes = [Probe(c, declared_matches(question, c.cfg.routing)) for c in pool]
+    for probe in probes:
+        if probe.collection.cfg.language == language:
+            probe.signals.append(f"language:{language}")
+    typical = _TYPICAL.setdefault(id(hub.store), TypicalPassages())
+    minimum = hub.config.router.min_passages
+
+    def probe_all(todo: list[Probe]) -> None:
+        list(_POOL.map(lambda p: run_probe(p, request.search, typical), todo))
+
+    chosen: Probe | None
+    if len(probes) == 1:
+        chosen, reason = probes[0], "explicit"
+        probe_all(probes)
+    elif (chosen := by_signals(probes)) is not None:
+        reason = "signals"
+        probe_all([chosen])
+    else:
+        probe_all(probes)
+        chosen, reason = by_probe(probes), "probe"
+    if chosen is not None and len(chosen.passages) < minimum and len(probes) > 1:
+        probe_all([p for p in probes if p.outcome is None])
+        chosen, reason = None, "widened"
+    if chosen is not None:
+        searched = [chosen]
+        decision = "narrow"
+    else:
+        searched = [p for p in strongest_first(probes) if p.passages]
+        decision, reason = "wide", reason if reason == "widened" else "wide"
+    passages = _merge(searched, request.search.top_k)
+    answering = _answering(passages, probes)
+    routing = Routing(decision, reason, probes, [p.name for p in searched])
+    first = next((p for p in probes if p.collection is answering), probes[0])
+    outcome = first.outcome
+    return RoutedOutcome(
+        passages,
+        routing,
+        answering,
+        _answer_language(passages, hub, answering, language),
+        outcome.mode if outcome is not None else answering.cfg.retrieval.mode,
+        {"route": round((time.perf_counter() - started) * 1000, 3)},
+        next((p.outcome.warning for p in searched if p.outcome and p.outcome.warning), None),
+    )
+
+
+def _merge(searched: list[Probe], top_k: int | None) -> list[Passage]:
+    """One list of passages naming their collection: a narrow search's as it is, a wide one's
+    by weighted rank fusion."""
+    lists = [[replace(p, collection=probe.name) for p in probe.passages] for probe in searched]
+    if not lists:
+        return []
+    limit = top_k or searched[0].collection.cfg.retrieval.top_k
+    if len(lists) == 1:
+        return lists[0][:limit]
+    best = max(probe.score or 0.0 for probe in searched) or 1.0
+    weights = [max(probe.score or 0.0, 1e-6) / best for probe in searched]
+    by_key = {(p.collection, p.id): p for passages in lists for p in passages}
+    keys = [[f"{p.collection}\x00{p.id}" for p in passages] for passages in lists]
+    fused = rank_fusion(keys, CROSS_RRF_K, weights)
+    return [by_key[tuple(key.split("\x00", 1))] for key, _ in fused[:limit]]
+
+
+def _answering(passages: list[Passage], probes: list[Probe]) -> Collection:
+    if passages:
+        return next(p.collection for p in probes if p.name == passages[0].collection)
+    return strongest_first([p for p in probes if p.outcome is not None] or probes)[0].collection
+
+
+def _answer_language(
+    passages: list[Passage], hub: Hub, answering: Collection, question: str | None
+) -> str:
+    languages = {hub.collections[p.collection].cfg.language for p in passages if p.collection}
+    if len(languages) > 1 and question in languages:
+        return question
+    return answering.cfg.language

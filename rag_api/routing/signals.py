@@ -1,0 +1,74 @@
+"""What the question itself says about where to look, before any search: the keywords and
+entities a collection declares (`routing:` in collections.yaml), and the question's language.
+
+- A keyword matches as a whole word or phrase, case and accents ignored ("devolución" matches
+  "DEVOLUCION"); an entity matches as a whole word or phrase with its case ("Caxalia", "iPhone").
+- The language is guessed from function words only (articles, prepositions, question words),
+  each counted for the languages the hub serves; the language with strictly the most wins, and a
+  question with none of them (or a tie) has no language. No model is asked.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+
+from rag_api.config import RoutingConfig
+
+_WORD = re.compile(r"\w+")
+
+# Function words that are not also function words of another of the three languages (no "de",
+# "a", "e", "en", "in", "con", "una", "del", "al", "no"), so each hit is evidence for one language.
+FUNCTION_WORDS = {
+    "en": frozenset(
+        "the of and is are was were what which who whom whose how when where why does do did "
+        "with from that this these those by for to an be been has have had its not or on at "
+        "as can could would should there their they it than".split()
+    ),
+    "es": frozenset(
+        "el la los las qué cuál cuáles cómo cuándo dónde quién quiénes cuánto cuántos cuántas "
+        "por para es son fue fueron y que se su sus lo más este esta estos estas hay muy "
+        "también pero entre desde sobre tiene tienen hasta según".split()
+    ),
+    "it": frozenset(
+        "il gli della dello delle degli dei nel nella nelle negli nei che chi cosa quale quali "
+        "come quando dove perché quanti quante quanto è sono era erano stato stata per ha hanno "
+        "anche più questo questa questi queste ma di da sul sulla alla alle tra fra".split()
+    ),
+}
+
+
+def fold(text: str) -> str:
+    """Lowercase without accents: how keywords are compared."""
+    decomposed = unicodedata.normalize("NFKD", text.lower())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def _contains(haystack: str, phrase: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(phrase)}(?!\w)", haystack) is not None
+
+
+def declared_matches(question: str, cfg: RoutingConfig) -> list[str]:
+    """`keyword:<k>` and `entity:<e>` for each of the collection's words the question contains."""
+    folded = fold(question)
+    found = [f"keyword:{k}" for k in cfg.keywords if _contains(folded, fold(k).strip())]
+    found += [f"entity:{e}" for e in cfg.entities if _contains(question, e.strip())]
+    return found
+
+
+def question_language(question: str, languages: Iterable[str]) -> str | None:
+    """The language (among `languages`) whose function words the question uses strictly most."""
+    words = _WORD.findall(question.lower())
+    counts = {
+        language: sum(word in FUNCTION_WORDS[language] for word in words)
+        for language in set(languages)
+        if language in FUNCTION_WORDS
+    }
+    if not counts:
+        return None
+    ranked = sorted(counts.values(), reverse=True)
+    best = ranked[0]
+    if best == 0 or (len(ranked) > 1 and ranked[1] == best):
+        return None
+    return next(language for language, count in counts.items() if count == best)
