@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 from rag_api.routing.probe import Probe
 
-STRONG = 0.5
+STRONG = 0.3
 MARGIN = 0.15
 
 
