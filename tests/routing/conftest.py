@@ -10,7 +10,7 @@ import pytest
 
 from rag_api.settings import Settings
 from tests.conftest import LiveServer, hash_collection, minilm_collection, write_config
-from tests.openai_support import start_indexed, write_kb
+from tests.support.openai_support import start_indexed, write_kb
 
 SOPORTE = {
     "devoluciones.md": (
