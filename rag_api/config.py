@@ -159,7 +159,7 @@ class RoutingConfig(Strict):
 class RouterConfig(Strict):
     """The collection name that routes each question to the right collection(s) (rag_api.routing)."""
 
-    name: str = "auto"
+    name: Annotated[str, Field(pattern=COLLECTION_NAME.pattern)] = "auto"
     # a narrow choice that yields fewer passages above its threshold widens to every candidate
     min_passages: Annotated[int, Field(ge=0, le=100)] = 3
 

@@ -24,6 +24,7 @@ import argparse
 import os
 import statistics
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,7 @@ def measure(hub: Hub, own: str, dataset: Dataset) -> dict[str, Any]:
     collection = hub.collection(own)
     runs: dict[str, dict[str, list[tuple[str, float]]]] = {"auto": {}, "oracle": {}, "naive": {}}
     correct = narrow = 0
+    reasons: Counter[str] = Counter()
     auto_s: list[float] = []
     named_s: list[float] = []
     for qid, text in dataset.queries.items():
@@ -151,6 +153,7 @@ def measure(hub: Hub, own: str, dataset: Dataset) -> dict[str, Any]:
         passages = routed.passages
         correct += bool(passages) and passages[0].collection == own
         narrow += routed.routing.decision == "narrow"
+        reasons[routed.routing.reason] += 1
         runs["auto"][qid] = ranked(passages, own)
         runs["oracle"][qid] = ranked(oracle, own)
         runs["naive"][qid] = ranked(naive(hub, text), own)
@@ -158,6 +161,7 @@ def measure(hub: Hub, own: str, dataset: Dataset) -> dict[str, Any]:
     row: dict[str, Any] = {"collection": own, "queries": count}
     row["accuracy"] = correct / count
     row["narrow"] = narrow / count
+    row["reasons"] = ", ".join(f"{reason} {n}" for reason, n in reasons.most_common())
     for way, run in runs.items():
         row[way] = evaluate(run, dataset.qrels, ks=(10,)).mean["ndcg@10"]
     row["auto_ms"] = latency_summary(auto_s)["p50_ms"]
@@ -193,7 +197,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
             f"{r['collection']:<10}{r['queries']:>8}{r['accuracy']:>9.3f}{r['narrow']:>8.2f}"
             f"{r['auto']:>8.4f}{r['oracle']:>8.4f}{r['auto'] / r['oracle']:>7.3f}"
             f"{r['naive']:>8.4f}{r['auto_ms']:>9.1f}{r['named_ms']:>9.1f}"
-            f"{r['auto_ms'] / r['named_ms']:>7.2f}"
+            f"{r['auto_ms'] / r['named_ms']:>7.2f}  {r['reasons']}"
         )
     total = sum(r["queries"] for r in rows)
     accuracy = sum(r["accuracy"] * r["queries"] for r in rows) / total

@@ -92,8 +92,16 @@ def query(
     if response.get("warning"):
         click.echo(f"warning: {response['warning']}", err=True)
     click.echo(f"mode: {response['mode']}")
+    if routing := response.get("routing"):  # `auto`: where it looked and why
+        searched = ", ".join(routing["searched"]) or "nothing found"
+        click.echo(f"routing: {routing['decision']} ({routing['reason']}): {searched}")
     for n, source in enumerate(response["sources"], 1):
-        click.echo(f"[{n}] {source['source']}#{source['chunk_index']}  {_why(source)}")
+        name = (
+            f"{source['collection']}:{source['source']}"
+            if "collection" in source
+            else source["source"]
+        )
+        click.echo(f"[{n}] {name}#{source['chunk_index']}  {_why(source)}")
 
 
 @click.command("collections")

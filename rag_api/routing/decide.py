@@ -5,12 +5,18 @@ In order, the first that applies:
 1. **explicit** — one candidate (the request's `collections` names one): narrow to it.
 2. **signals** — one candidate has strictly more keyword/entity matches than every other: narrow
    to it without probing the others.
-3. **probe** — every candidate is probed at once. A candidate with no passage above its
+3. **language** — the candidates in the question's language (rag_api.routing.signals), when
+   there are others, are probed first: one scoring at least CONFIDENT and leading the others in
+   that language by MARGIN is chosen without probing the rest. A question's own language is its
+   likeliest home: on a sample of the routing benchmark (60 questions a dataset) the question's
+   own collection reached CONFIDENT for 83-95% of them, a collection in another language for 8
+   of 360 question-collection pairs.
+4. **probe** — every (remaining) candidate is probed at once. A candidate with no passage above its
    threshold scores 0 (its probe failed); when only one candidate's probe found anything, it is
    chosen. Otherwise the strongest (probe score; a language match, then more keyword/entity
    matches, then collections.yaml's order break ties) is chosen when its score is at least STRONG
    and beats the runner-up by at least MARGIN.
-4. otherwise **wide**: every candidate with a passage above its threshold, fused by rank.
+5. otherwise **wide**: every candidate with a passage above its threshold, fused by rank.
 
 A narrow choice that yields fewer than `router.min_passages` passages above its threshold is
 widened to every candidate with passages (probing those not probed yet): "widened".
@@ -23,6 +29,7 @@ from collections.abc import Sequence
 from rag_api.routing.probe import Probe
 
 STRONG = 0.3
+CONFIDENT = 0.45
 MARGIN = 0.15
 
 
@@ -46,11 +53,21 @@ def strongest_first(probes: Sequence[Probe]) -> list[Probe]:
         probes,
         key=lambda p: (
             -(p.score or 0.0),
-            not any(s.startswith("language:") for s in p.signals),
+            not speaks_the_question(p),
             -declared(p),
             order[id(p)],
         ),
     )
+
+
+def speaks_the_question(probe: Probe) -> bool:
+    return any(s.startswith("language:") for s in probe.signals)
+
+
+def by_language(probes: Sequence[Probe]) -> Probe | None:
+    """Among probes of the question's language (the others not probed yet): the strongest when
+    it is confident and clearly ahead of the rest of them."""
+    return _ahead(probes, CONFIDENT)
 
 
 def by_probe(probes: Sequence[Probe]) -> Probe | None:
@@ -58,9 +75,13 @@ def by_probe(probes: Sequence[Probe]) -> Probe | None:
     found = [p for p in probes if p.passages]
     if len(found) == 1:
         return found[0]
+    return _ahead(probes, STRONG)
+
+
+def _ahead(probes: Sequence[Probe], bar: float) -> Probe | None:
     ranked = strongest_first(probes)
     best = ranked[0]
     runner_up = (ranked[1].score or 0.0) if len(ranked) > 1 else 0.0
-    if (best.score or 0.0) >= STRONG and (best.score or 0.0) - runner_up >= MARGIN:
+    if (best.score or 0.0) >= bar and (best.score or 0.0) - runner_up >= MARGIN:
         return best
     return None

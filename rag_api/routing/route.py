@@ -32,7 +32,13 @@ from rag_api.errors import InvalidRequest
 from rag_api.hub import Hub
 from rag_api.passage import Passage
 from rag_api.retrieval import SearchRequest
-from rag_api.routing.decide import by_probe, by_signals, strongest_first
+from rag_api.routing.decide import (
+    by_language,
+    by_probe,
+    by_signals,
+    speaks_the_question,
+    strongest_first,
+)
 from rag_api.routing.probe import Probe, TypicalPassages, run_probe
 from rag_api.routing.signals import declared_matches, question_language
 from rag_api.store.fusion import rank_fusion
@@ -55,7 +61,7 @@ class Routing:
     """Which collections were searched and why: the `routing` block of every `auto` answer."""
 
     decision: str  # narrow | wide
-    reason: str  # explicit | signals | probe | wide | widened
+    reason: str  # explicit | signals | language | probe | wide | widened
     candidates: list[Probe]
     searched: list[str]
 
@@ -125,8 +131,14 @@ def route_search(hub: Hub, request: RouteRequest) -> RoutedOutcome:
         reason = "signals"
         probe_all([chosen])
     else:
-        probe_all(probes)
-        chosen, reason = by_probe(probes), "probe"
+        home = [p for p in probes if speaks_the_question(p)]
+        chosen = None
+        if home and len(home) < len(probes):
+            probe_all(home)
+            chosen, reason = by_language(home), "language"
+        if chosen is None:
+            probe_all([p for p in probes if p.outcome is None])
+            chosen, reason = by_probe(probes), "probe"
     if chosen is not None and len(chosen.passages) < minimum and len(probes) > 1:
         probe_all([p for p in probes if p.outcome is None])
         chosen, reason = None, "widened"

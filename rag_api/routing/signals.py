@@ -18,8 +18,9 @@ from rag_api.config import RoutingConfig
 
 _WORD = re.compile(r"\w+")
 
-# Function words that are not also function words of another of the three languages (no "de",
-# "a", "e", "en", "in", "con", "una", "del", "al", "no"), so each hit is evidence for one language.
+# Function words that are not also words of another of the three languages (no "de", "a", "e",
+# "en", "in", "con", "una", "del", "al", "la", "lo", "se", "su", "era", "ha", "da"), so each hit
+# is evidence for one language.
 FUNCTION_WORDS = {
     "en": frozenset(
         "the of and is are was were what which who whom whose how when where why does do did "
@@ -27,14 +28,14 @@ FUNCTION_WORDS = {
         "as can could would should there their they it than".split()
     ),
     "es": frozenset(
-        "el la los las qué cuál cuáles cómo cuándo dónde quién quiénes cuánto cuántos cuántas "
-        "por para es son fue fueron y que se su sus lo más este esta estos estas hay muy "
+        "el los las qué cuál cuáles cómo cuándo dónde quién quiénes cuánto cuántos cuántas "
+        "por para es son fue fueron y que sus más este esta estos estas hay muy "
         "también pero entre desde sobre tiene tienen hasta según".split()
     ),
     "it": frozenset(
         "il gli della dello delle degli dei nel nella nelle negli nei che chi cosa quale quali "
-        "come quando dove perché quanti quante quanto è sono era erano stato stata per ha hanno "
-        "anche più questo questa questi queste ma di da sul sulla alla alle tra fra".split()
+        "come quando dove perché quanti quante quanto è sono erano stato stata per hanno "
+        "anche più questo questa questi queste ma di sul sulla alla alle tra fra".split()
     ),
 }
 

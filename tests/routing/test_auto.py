@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from tests.conftest import LiveServer, assert_error_shape
+from tests.conftest import LiveServer, assert_error_shape, run_cli
 
 pytestmark = pytest.mark.slow
 
@@ -47,7 +47,29 @@ def test_a_keyword_matches_without_case_or_accents(routed_hub: LiveServer) -> No
         ("¿Desde qué menú se hace el cierre de caja diario?", "soporte", "cierre.md"),
     ],
 )
-def test_the_probes_choose_the_collection_that_answers(
+def test_a_confident_probe_in_the_questions_language_settles_it(
+    routed_hub: LiveServer, question: str, collection: str, source: str
+) -> None:
+    body = ask(routed_hub, {"query": question, "generate": False})
+    routing = body["routing"]
+    assert (routing["decision"], routing["reason"]) == ("narrow", "language"), routing
+    assert routing["searched"] == [collection]
+    for candidate in routing["candidates"]:  # the other language's collection was not probed
+        probed = candidate["collection"] == collection
+        assert (candidate["probe_score"] is not None) == probed, routing
+    assert body["sources"][0]["source"] == source
+
+
+@pytest.mark.parametrize(
+    ("question", "collection", "source"),
+    [
+        # English words, Spanish knowledge: docs (the question's language) is not confident
+        ("What should I do when the ticket printer prints nothing?", "soporte", "impresora.md"),
+        # no function word of any language: every candidate is probed at once
+        ("Caja: cierre diario, menú Ventas?", "soporte", "cierre.md"),
+    ],
+)
+def test_the_probes_of_every_candidate_decide_the_rest(
     routed_hub: LiveServer, question: str, collection: str, source: str
 ) -> None:
     body = ask(routed_hub, {"query": question, "generate": False})
@@ -55,7 +77,7 @@ def test_the_probes_choose_the_collection_that_answers(
     assert routing["reason"] == "probe", routing
     assert routing["decision"] == "narrow" and routing["searched"] == [collection]
     scores = {c["collection"]: c["probe_score"] for c in routing["candidates"]}
-    assert scores[collection] == max(scores.values())  # every candidate was probed
+    assert None not in scores.values() and scores[collection] == max(scores.values())
     assert body["sources"][0]["source"] == source
 
 
@@ -162,3 +184,13 @@ def test_no_evidence_anywhere_is_the_fixed_answer(routed_hub: LiveServer) -> Non
     assert body["answer"] == "No se encontró información relevante para responder a esta pregunta."
     assert body["routing"]["searched"] == []
     assert {c["passages"] for c in body["routing"]["candidates"]} == {0}
+
+
+def test_rag_hub_query_auto_says_where_it_looked(routed_hub: LiveServer) -> None:
+    settings = routed_hub.hub.settings
+    env = {"RAG_CONFIG": str(settings.config), "RAG_DATA_DIR": str(settings.data_dir)}
+    question = "¿Qué hago si la impresora no imprime los tickets?"
+    result = run_cli("query", "auto", question, "--no-generate", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "routing: narrow (language): soporte" in result.stdout
+    assert "[1] soporte:impresora.md#0" in result.stdout

@@ -13,7 +13,15 @@ from rag_api.errors import ConfigError
 from rag_api.passage import Passage
 from rag_api.query_vectors import QueryVectors
 from rag_api.retrieval import SearchOutcome
-from rag_api.routing.decide import MARGIN, STRONG, by_probe, by_signals, strongest_first
+from rag_api.routing.decide import (
+    CONFIDENT,
+    MARGIN,
+    STRONG,
+    by_language,
+    by_probe,
+    by_signals,
+    strongest_first,
+)
 from rag_api.routing.probe import Probe
 from rag_api.routing.signals import declared_matches, question_language
 from rag_api.store.fusion import rank_fusion
@@ -142,3 +150,11 @@ def test_when_only_one_probe_finds_anything_it_is_chosen() -> None:
     empty = probe("a", 0.0)
     empty.outcome = SearchOutcome([], "hybrid", {})
     assert by_probe([empty, found]) is found
+
+
+def test_the_questions_language_settles_it_only_when_confident() -> None:
+    assert by_language([probe("a", CONFIDENT, "language:es")]).name == "a"
+    assert by_language([probe("a", CONFIDENT - 0.01, "language:es")]) is None
+    # two collections in the question's language: the lead counts as well
+    two = [probe("a", CONFIDENT + 0.1, "language:es"), probe("b", CONFIDENT, "language:es")]
+    assert by_language(two) is None
