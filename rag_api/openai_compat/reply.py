@@ -16,6 +16,7 @@ from rag_api.openai_compat.routing import resolve_model, routes_by_question
 from rag_api.prompts import Cited, pack
 from rag_api.retrieval import SearchRequest, search
 from rag_api.routing import RouteRequest, route_search
+from rag_api.routing.route import candidates
 from rag_api.routing.signals import question_language
 
 _CITATION = re.compile(r"\[(\d+)\]")
@@ -120,7 +121,7 @@ def _routed_reply(
 ) -> Reply:
     """`auto`: a follow-up is recognised with the analyser of a collection in the question's
     language (else the default collection's), then routed like any question."""
-    routable = [c for c in hub.collections.values() if c.cfg.enabled and c.cfg.routing.enabled]
+    routable = candidates(hub, None)
     language = question_language(conversation.question, [c.cfg.language for c in routable])
     reader = next((c for c in routable if c.cfg.language == language), hub.collection())
     query = SearchRequest(query=retrieval_query(conversation, reader))

@@ -15,8 +15,9 @@ answer's context budget is the answering collection's.
 
 Who answers: the collection of the first passage (its LLM, context budget and citations). The
 answer's language is that collection's when every passage comes from collections of one
-language; when they mix, the question's language (guessed from its function words, see
-rag_api.routing.signals) if one of them speaks it, else the first passage's collection's.
+language; when they mix (or nothing was found), the question's language, guessed from its
+function words (rag_api.routing.signals) among the candidates' languages, else the answering
+collection's.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from rag_api.collection import Collection
 from rag_api.config import Mode
@@ -41,11 +43,12 @@ from rag_api.routing.decide import (
 )
 from rag_api.routing.probe import Probe, TypicalPassages, run_probe
 from rag_api.routing.signals import declared_matches, question_language
+from rag_api.store import Store
 from rag_api.store.fusion import rank_fusion
 
 CROSS_RRF_K = 10  # small: the order of each list matters more than its length
 _POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="rag-probe")
-_TYPICAL: dict[int, TypicalPassages] = {}  # per hub (its store): the probes' samples
+_TYPICAL: WeakKeyDictionary[Store, TypicalPassages] = WeakKeyDictionary()  # per opened store
 
 
 @dataclass(frozen=True)
@@ -117,7 +120,7 @@ def route_search(hub: Hub, request: RouteRequest) -> RoutedOutcome:
     for probe in probes:
         if probe.collection.cfg.language == language:
             probe.signals.append(f"language:{language}")
-    typical = _TYPICAL.setdefault(id(hub.store), TypicalPassages())
+    typical = _TYPICAL.setdefault(hub.store, TypicalPassages())
     minimum = hub.config.router.min_passages
 
     def probe_all(todo: list[Probe]) -> None:
@@ -175,10 +178,9 @@ def _merge(searched: list[Probe], top_k: int | None) -> list[Passage]:
         return lists[0][:limit]
     best = max(probe.score or 0.0 for probe in searched) or 1.0
     weights = [max(probe.score or 0.0, 1e-6) / best for probe in searched]
-    by_key = {(p.collection, p.id): p for passages in lists for p in passages}
-    keys = [[f"{p.collection}\x00{p.id}" for p in passages] for passages in lists]
-    fused = rank_fusion(keys, CROSS_RRF_K, weights)
-    return [by_key[tuple(key.split("\x00", 1))] for key, _ in fused[:limit]]
+    by_key = {f"{p.collection}/{p.id}": p for passages in lists for p in passages}
+    keys = [[f"{p.collection}/{p.id}" for p in passages] for passages in lists]
+    return [by_key[key] for key, _ in rank_fusion(keys, CROSS_RRF_K, weights)[:limit]]
 
 
 def _answering(passages: list[Passage], probes: list[Probe]) -> Collection:
@@ -188,9 +190,11 @@ def _answering(passages: list[Passage], probes: list[Probe]) -> Collection:
 
 
 def _answer_language(
-    passages: list[Passage], hub: Hub, answering: Collection, question: str | None
+    passages: list[Passage], hub: Hub, answering: Collection, asked: str | None
 ) -> str:
+    """The answering collection's language; the question's (when guessed) where the passages
+    mix languages, or where there are none (the no-evidence answer)."""
     languages = {hub.collections[p.collection].cfg.language for p in passages if p.collection}
-    if len(languages) > 1 and question in languages:
-        return question
+    if asked is not None and (len(languages) > 1 or not passages):
+        return asked
     return answering.cfg.language
