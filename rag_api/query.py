@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rag_api.answer import answer
+from rag_api.collection import Collection
 from rag_api.config import Mode, check_metadata_keys
 from rag_api.errors import InvalidRequest
 from rag_api.hub import Hub
 from rag_api.metadata import MAX_KEYS, value_problem
 from rag_api.metrics import observe_stages
+from rag_api.passage import Passage
 from rag_api.retrieval import SearchRequest, search
 from rag_api.routing import RouteRequest, is_router, route_search
 
@@ -99,32 +101,57 @@ class QueryBody(SearchFields):
         )
 
 
+@dataclass
+class Retrieved:
+    """A query's passages and who answers from them: the named collection, or the one `auto`
+    chose (with `routing` and the answer's language, rag_api.routing)."""
+
+    collection: Collection
+    passages: list[Passage]
+    head: dict[str, Any]  # collection, mode, and `routing` from auto
+    timings_ms: dict[str, float]
+    warning: str | None = None
+    language: str | None = None
+
+
+def retrieve(hub: Hub, collection: str, body: QueryBody) -> Retrieved:
+    """The passages for `body` from `collection`, or from where `auto` routes it."""
+    if is_router(hub, collection):
+        names = tuple(body.collections) if body.collections is not None else None
+        routed = route_search(hub, RouteRequest(body.search_request(), names))
+        head = {"collection": collection, "mode": routed.mode}
+        head["routing"] = routed.routing.as_dict()
+        timings = dict(routed.timings_ms)
+        return Retrieved(
+            routed.answering, routed.passages, head, timings, routed.warning, routed.language
+        )
+    if body.collections is not None:
+        raise InvalidRequest(
+            f"collections: choose among collections with '{hub.config.router.name}', "
+            f"not with the named collection '{collection}'",
+            param="collections",
+        )
+    kb = hub.collection(collection)
+    outcome = search(kb, body.search_request())
+    head = {"collection": kb.name, "mode": outcome.mode}
+    return Retrieved(kb, outcome.passages, head, dict(outcome.timings_ms), outcome.warning)
+
+
 def run_query(hub: Hub, collection: str, body: QueryBody) -> dict[str, Any]:
     """Answer a question from one collection (or the ones `auto` routes it to), with the
     passages it is grounded in."""
     started = time.perf_counter()
-    language = None
-    if is_router(hub, collection):
-        names = tuple(body.collections) if body.collections is not None else None
-        routed = route_search(hub, RouteRequest(body.search_request(), names))
-        kb, passages, language = routed.answering, routed.passages, routed.language
-        timings, warning = dict(routed.timings_ms), routed.warning
-        response: dict[str, Any] = {"collection": collection, "mode": routed.mode}
-        response["routing"] = routed.routing.as_dict()
-    else:
-        if body.collections is not None:
-            raise InvalidRequest(
-                f"collections: choose among collections with '{hub.config.router.name}', "
-                f"not with the named collection '{collection}'",
-                param="collections",
-            )
-        kb = hub.collection(collection)
-        outcome = search(kb, body.search_request())
-        passages, timings, warning = outcome.passages, dict(outcome.timings_ms), outcome.warning
-        response = {"collection": kb.name, "mode": outcome.mode}
+    found = retrieve(hub, collection, body)
+    kb, passages, timings, warning = (
+        found.collection,
+        found.passages,
+        found.timings_ms,
+        found.warning,
+    )
+    response: dict[str, Any] = dict(found.head)
     if body.generate:
         generation_started = time.perf_counter()
-        result = answer(hub.generators, kb, body.query, passages, language=language)
+        result = answer(hub.generators, kb, body.query, passages, language=found.language)
         response["answer"] = result.text()
         timings["generate"] = round((time.perf_counter() - generation_started) * 1000, 3)
         observe_stages(kb.name, {"generate": timings["generate"]})

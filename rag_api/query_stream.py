@@ -1,7 +1,7 @@
 """POST /query/{collection} with `stream: true`: the same query, its answer sent as it is made.
 
 Server-sent events, in order: `sources` (the passages the answer is grounded in, with their
-fused, dense and sparse scores and ranks, before any text), `delta` (`{"text"}`, one per piece
+fused, dense and sparse scores and ranks, before any text; from `auto`, also `routing`), `delta` (`{"text"}`, one per piece
 of the answer as the generator produces it), then `done` (`generator`, `model`, `usage`,
 `timings_ms`, `warning` when there is one). `generator: "none"` is the fixed no-evidence answer.
 The retrieval is the one the plain request makes (mode, top_k, threshold, filters, sources), so
@@ -19,8 +19,7 @@ from rag_api.errors import RagError
 from rag_api.hub import Hub
 from rag_api.metrics import observe_stages
 from rag_api.openai_compat.sse import frame
-from rag_api.query import QueryBody
-from rag_api.retrieval import search
+from rag_api.query import QueryBody, retrieve
 
 
 class QueryEvents:
@@ -28,16 +27,22 @@ class QueryEvents:
 
     def __init__(self, hub: Hub, collection: str, body: QueryBody) -> None:
         self.started = time.perf_counter()
-        kb = hub.collection(collection)
-        outcome = search(kb, body.search_request())
-        self.timings: dict[str, float] = dict(outcome.timings_ms)
-        self.head = {"collection": kb.name, "mode": outcome.mode}
-        self.warning = outcome.warning
+        found = retrieve(hub, collection, body)  # a named collection, or where `auto` routes it
+        self.timings: dict[str, float] = found.timings_ms
+        self.head = found.head
+        self.answering = found.collection.name  # the named collection, or the one auto chose
+        self.warning = found.warning
         self.answer: AnswerStream | None = None
-        self.passages = outcome.passages
+        self.passages = found.passages
         if body.generate:
             self.generation_started = time.perf_counter()
-            self.answer = answer(hub.generators, kb, body.query, outcome.passages)
+            self.answer = answer(
+                hub.generators,
+                found.collection,
+                body.query,
+                found.passages,
+                language=found.language,
+            )
             self.passages = self.answer.passages
 
     def __iter__(self) -> Iterator[str]:
@@ -54,7 +59,7 @@ class QueryEvents:
                 yield frame({"code": exc.code, "message": exc.message}, event="error")
                 return
             self.timings["generate"] = _ms_since(self.generation_started)
-            observe_stages(self.head["collection"], {"generate": self.timings["generate"]})
+            observe_stages(self.answering, {"generate": self.timings["generate"]})
             done["usage"] = self.answer.usage.as_dict()
             self.warning = self.answer.warning or self.warning
         self.timings["total"] = _ms_since(self.started)

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 import pytest
 
 from tests.conftest import LiveServer, assert_error_shape, run_cli
+from tests.support.openai_support import sse_events
 
 pytestmark = pytest.mark.slow
 
@@ -194,3 +195,16 @@ def test_rag_hub_query_auto_says_where_it_looked(routed_hub: LiveServer) -> None
     assert result.returncode == 0, result.stderr
     assert "routing: narrow (language): soporte" in result.stdout
     assert "[1] soporte:impresora.md#0" in result.stdout
+
+
+def test_a_streamed_auto_answer_says_where_it_looked_first(routed_hub: LiveServer) -> None:
+    body = {"query": "¿En cuántos días llega el reembolso a la tarjeta?", "stream": True}
+    with routed_hub.client() as http, http.stream("POST", "/query/auto", json=body) as response:
+        assert response.status_code == 200
+        events = sse_events(response.iter_lines())
+    name, first = events[0]
+    assert name == "sources" and first["collection"] == "auto"
+    assert first["routing"]["searched"] == ["soporte"]
+    assert first["sources"][0]["collection"] == "soporte"
+    text = "".join(data["text"] for name, data in events if name == "delta")
+    assert text.startswith("Según la base de conocimientos:")
