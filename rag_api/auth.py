@@ -6,7 +6,7 @@ import hmac
 
 from fastapi import Request
 
-from rag_api.errors import Unauthorized
+from rag_api.errors import Forbidden, Unauthorized
 from rag_api.settings import Settings
 
 
@@ -61,6 +61,10 @@ def is_admin(request: Request) -> bool:
 
 
 def check_admin(request: Request) -> None:
-    """require_admin for a route that needs the admin key only for some requests."""
-    if not is_admin(request):
-        raise Unauthorized("this endpoint changes the knowledge base: it needs RAG_ADMIN_API_KEY")
+    """require_admin for a route that needs the admin key only for some requests: a request
+    without a known key is 401, the reader key is known but may not write: 403."""
+    if is_admin(request):
+        return
+    if _matches(bearer_token(request), _settings(request).api_key):
+        raise Forbidden("the reader key cannot change the knowledge base: use RAG_ADMIN_API_KEY")
+    raise Unauthorized("this endpoint changes the knowledge base: it needs RAG_ADMIN_API_KEY")

@@ -34,8 +34,17 @@ class PayloadTooLarge(RagError):
 
 
 class Unauthorized(RagError):
+    """No key, or a key the hub does not know."""
+
     code = "UNAUTHORIZED"
     status = 401
+
+
+class Forbidden(RagError):
+    """A known key that may not do this: the reader key asking for a write."""
+
+    code = "FORBIDDEN"
+    status = 403
 
 
 class CollectionNotFound(RagError):

@@ -55,7 +55,7 @@ def test_calls_round_trip(hub: LiveServer) -> None:
     with RagClient(hub.url, api_key="reader") as reader:
         with pytest.raises(RagClientError) as refused:
             reader.add_document("sin clave")
-        assert (refused.value.status, refused.value.code) == (401, "UNAUTHORIZED")
+        assert (refused.value.status, refused.value.code) == (403, "FORBIDDEN")
     with RagClient(hub.url, api_key="reader", collection="nope") as lost:
         with pytest.raises(RagClientError) as missing:
             lost.search("x")

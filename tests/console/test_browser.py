@@ -78,7 +78,7 @@ def test_with_keys_the_console_reads_with_a_reader_key_and_writes_only_with_the_
     row.get_by_role("button", name="Remove").click()
     row.get_by_role("button", name="Really?").click()  # the second click confirms
     expect(page.locator("#notice")).to_contain_text("needs the admin key")
-    expect(page.locator("#notice")).to_contain_text("401 UNAUTHORIZED")
+    expect(page.locator("#notice")).to_contain_text("403 FORBIDDEN")
     page.reload()
     expect(row).to_be_visible()  # refused: still there
 

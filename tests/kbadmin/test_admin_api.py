@@ -187,7 +187,7 @@ def test_auth_on(tmp_path: Path, kb: Path, engine: str, make_settings, serve) ->
         assert_error_shape(anonymous.post(**read), 401, "UNAUTHORIZED")
         assert_error_shape(anonymous.get("/status"), 401, "UNAUTHORIZED")
     with rag(server, headers={"Authorization": "Bearer reader"}) as reader:
-        assert_error_shape(reader.post(**write), 401, "UNAUTHORIZED")
+        assert_error_shape(reader.post(**write), 403, "FORBIDDEN")
         for path, body in [
             ("/upsert/document", {"source": "s", "text": ""}),
             ("/chunks/update", {"index": 0, "new_text": "x"}),
@@ -195,7 +195,7 @@ def test_auth_on(tmp_path: Path, kb: Path, engine: str, make_settings, serve) ->
             ("/remove", {"source_prefix": "s"}),
             ("/reload", {}),
         ]:
-            assert_error_shape(reader.post(path, json=body), 401, "UNAUTHORIZED")
+            assert_error_shape(reader.post(path, json=body), 403, "FORBIDDEN")
         assert reader.post(**read).status_code == 200 and reader.get("/sources").status_code == 200
     hub_reads = [
         ("POST", "/query/docs", {"query": "plan", "generate": False}),

@@ -205,7 +205,7 @@ def test_writes_need_the_admin_key_and_reads_the_reader_key(start, kb: Path) -> 
     with server.client() as http:
         assert_error_shape(upload(http, [("a.md", GUIDE)]), 401, "UNAUTHORIZED")
         with server.client(headers=reader) as as_reader:
-            refused = assert_error_shape(upload(as_reader, [("a.md", GUIDE)]), 401, "UNAUTHORIZED")
+            refused = assert_error_shape(upload(as_reader, [("a.md", GUIDE)]), 403, "FORBIDDEN")
             assert "RAG_ADMIN_API_KEY" in refused["message"]
         assert not (kb / "a.md").exists()
         with server.client(headers=admin) as as_admin:
@@ -216,7 +216,7 @@ def test_writes_need_the_admin_key_and_reads_the_reader_key(start, kb: Path) -> 
         assert http.get("/v1/collections/docs/files/a.md", headers=reader).content == GUIDE
         assert_error_shape(http.get("/v1/collections/docs/files/a.md"), 401, "UNAUTHORIZED")
         assert_error_shape(
-            http.delete("/v1/collections/docs/files/a.md", headers=reader), 401, "UNAUTHORIZED"
+            http.delete("/v1/collections/docs/files/a.md", headers=reader), 403, "FORBIDDEN"
         )
         assert (kb / "a.md").exists()
 
