@@ -10,12 +10,16 @@ physical collection behind it and take the right lock, so callers never do eithe
   write (prepare, embed, commit: a `Batch`); a migration's final catch-up and alias swap hold it
   alone, so no write lands between the two.
 
+And one mutex, `syncing`: one reconcile of the kb folder at a time (the watcher, an upload's job,
+a reload, `rag-hub index`), so two of them never both find a file changed and embed it twice.
+
 Migration code (rag_api.ops.migrate, .copy) works on physical collections through `store`.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -79,6 +83,7 @@ class Collection:
         self.embeddings = embeddings
         self._points_lock = ReadWriteLock()
         self._target_lock = ReadWriteLock()
+        self.syncing = threading.RLock()  # one folder reconcile at a time (rag_api.sync)
         self.sequence = ChunkSequence(store)
         self._info: tuple[float, CollectionInfo | None] | None = None
         self._stored_embedder: tuple[str, str | None] | None = None

@@ -144,6 +144,20 @@ def sync_collection(
     A new file reuses the vectors of the file it was `renamed` from (new path -> old path), and
     of a vanished file with the very same content without being told.
     """
+    with collection.syncing:  # a second reconcile then finds the first one's chunks stored
+        return _sync(collection, force, progress, max_bytes, only, renamed, skip, prune)
+
+
+def _sync(
+    collection: Collection,
+    force: bool,
+    progress: Callable[[int], None] | None,
+    max_bytes: int,
+    only: Iterable[str] | None,
+    renamed: Mapping[str, str] | None,
+    skip: Callable[[kb.KbFile], bool] | None,
+    prune: bool,
+) -> SyncReport:
     started = time.monotonic()
     report = SyncReport(collection.name)
     if collection.kb_path is None:

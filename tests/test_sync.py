@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -179,3 +181,41 @@ def test_embedder_outage_writes_nothing(
         sync_collection(docs)
     assert docs.store.count(docs.info().physical, Selector(files=("faq.md",))) > 0
     assert docs.store.count(docs.info().physical) == count  # the old version is intact
+
+
+class RendezvousOllama(FakeOllama):
+    """Ollama whose /api/embed holds a request until a second one arrives (or 2 s pass): two
+    reconciles that both decided to embed the same file meet here, and both embed it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.arrived = threading.Barrier(2)
+        self.routes[("POST", "/api/embed")] = self._held_embed
+
+    def _held_embed(self, request):
+        try:
+            self.arrived.wait(timeout=2)
+        except threading.BrokenBarrierError:
+            pass  # alone: answer anyway
+        return self._embed(request)
+
+
+def test_two_reconciles_at_once_embed_a_new_file_once(
+    tmp_path: Path, kb: Path, make_settings, open_hub
+) -> None:
+    """The watcher and an upload's job (or a reload) syncing the same new file at the same time:
+    the second waits for the first, then finds its chunks stored and embeds nothing."""
+    embedder = {"provider": "ollama", "model": "nomic-embed-text", "dim": 768}
+    config = write_config(tmp_path / "c.yaml", {"docs": hash_collection(kb, embedder=embedder)})
+    with RendezvousOllama() as ollama:
+        hub = open_hub(make_settings(config, ollama_url=ollama.url))
+        docs = hub.collection("docs")
+        sync_collection(docs)
+        (kb / "new.md").write_text("# New\n\n" + section("Fresh", "fresh", 6))
+        embeds_before = len(ollama.calls("/api/embed"))
+        with ThreadPoolExecutor(2) as pool:
+            reports = list(pool.map(lambda _: sync_collection(docs, only=["new.md"]), range(2)))
+        embedded = [report.stats.embedded for report in reports]
+        assert sorted(embedded)[0] == 0 and sorted(embedded)[1] > 0
+        assert len(ollama.calls("/api/embed")) - embeds_before == 1
+        assert docs.count(Selector(files=("new.md",))) == sorted(embedded)[1]

@@ -119,16 +119,19 @@ def test_an_upload_beside_a_watcher_is_embedded_once(start, kb: Path) -> None:
     server = start(watch=True, watch_debounce_s=0.3)
     watcher = server.app.state.watcher
     counters = lambda: watcher.status()["collections"]["docs"]["counters"]  # noqa: E731
-    wait_for(lambda: counters()["reconciles"] >= 1)
+    state = lambda: watcher.status()["collections"]["docs"]  # noqa: E731
+    docs = server.hub.collection("docs")
+    # the kb's own file indexed and the watcher idle first: its embeds are not the upload's
+    wait_for(lambda: counters()["reconciles"] >= 1 and docs.count(file_scope(["faq.md"])) > 0)
+    wait_for(lambda: state()["queue"] == 0 and not state()["busy"])
     before = counters()["chunks_embedded"]
     with server.client() as http:
         job = finished(http, upload(http, [("guide.md", GUIDE + GUIDE)]).json()["id"])
         item = job["files"][0]
-        state = lambda: watcher.status()["collections"]["docs"]  # noqa: E731
         wait_for(lambda: state()["files"] == 2 and state()["queue"] == 0 and not state()["busy"])
         by_watcher = counters()["chunks_embedded"] - before
         assert item["embedded"] + by_watcher == item["chunks"]
-        assert server.hub.collection("docs").count(file_scope(["guide.md"])) == item["chunks"]
+        assert docs.count(file_scope(["guide.md"])) == item["chunks"]
         assert file_states(http)["guide.md"]["state"] == "indexed"
 
 
