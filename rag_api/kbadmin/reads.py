@@ -109,13 +109,18 @@ def run_search(collection: Collection, request: Search) -> SearchOutcome:
 def search_results(collection: Collection, request: Search) -> dict[str, Any]:
     """/search: what the injection would retrieve, with scores."""
     outcome = run_search(collection, request)
-    results = [result_view(p) for p in outcome.passages]
+    return search_body(request, collection.name, outcome.mode, outcome.passages)
+
+
+def search_body(request: Search, name: str, mode: str, passages: list[Passage]) -> dict[str, Any]:
+    """The /search answer, for one collection or for `auto` (rag_api.kbadmin.routed)."""
+    results = [result_view(p) for p in passages]
     return {
         "query": request.query,
         "count": len(results),
         "results": results,
-        "collection": collection.name,
-        "mode": outcome.mode,
+        "collection": name,
+        "mode": mode,
     }
 
 
@@ -123,14 +128,29 @@ def context(collection: Collection, request: Context) -> dict[str, Any]:
     """/context: the block the pipeline injects, ready to use, and what it was built from."""
     started = time.perf_counter()
     outcome = run_search(collection, request)
-    passages = outcome.passages
-    timings = {**outcome.timings_ms, "total": round((time.perf_counter() - started) * 1000, 3)}
+    language = request.language or collection.cfg.language
+    return context_body(
+        collection.name, outcome.mode, language, outcome.passages, outcome.timings_ms, started
+    )
+
+
+def context_body(
+    name: str,
+    mode: str,
+    language: str,
+    passages: list[Passage],
+    timings_ms: dict[str, float],
+    started: float,
+) -> dict[str, Any]:
+    """The /context answer, for one collection or for `auto` (rag_api.kbadmin.routed);
+    `started` is when the request's work began."""
+    timings = {**timings_ms, "total": round((time.perf_counter() - started) * 1000, 3)}
     return {
-        "block": context_block(request.language or collection.cfg.language, passages),
+        "block": context_block(language, passages),
         "results": [result_view(p) for p in passages],
         "injected": len(passages),
-        "collection": collection.name,
-        "mode": outcome.mode,
+        "collection": name,
+        "mode": mode,
         "timings_ms": timings,
     }
 

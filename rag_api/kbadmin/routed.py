@@ -8,8 +8,7 @@ from typing import Any
 
 from rag_api.errors import InvalidRequest
 from rag_api.hub import Hub
-from rag_api.kbadmin.chunks import result_view
-from rag_api.kbadmin.reads import context_block
+from rag_api.kbadmin.reads import context_body, search_body
 from rag_api.kbadmin.schemas import Context, Search
 from rag_api.routing import RoutedOutcome, RouteRequest, is_router, route_search
 
@@ -38,15 +37,8 @@ def _route(hub: Hub, request: Search) -> RoutedOutcome:
 def search_results(hub: Hub, request: Search) -> dict[str, Any]:
     """/search through auto."""
     routed = _route(hub, request)
-    results = [result_view(p) for p in routed.passages]
-    return {
-        "query": request.query,
-        "count": len(results),
-        "results": results,
-        "collection": hub.config.router.name,
-        "mode": routed.mode,
-        "routing": routed.routing.as_dict(),
-    }
+    body = search_body(request, hub.config.router.name, routed.mode, routed.passages)
+    return body | {"routing": routed.routing.as_dict()}
 
 
 def context(hub: Hub, request: Context) -> dict[str, Any]:
@@ -54,14 +46,7 @@ def context(hub: Hub, request: Context) -> dict[str, Any]:
     the one asked for; each entry names its source's collection."""
     started = time.perf_counter()
     routed = _route(hub, request)
-    passages = routed.passages
-    timings = {**routed.timings_ms, "total": round((time.perf_counter() - started) * 1000, 3)}
-    return {
-        "block": context_block(request.language or routed.language, passages),
-        "results": [result_view(p) for p in passages],
-        "injected": len(passages),
-        "collection": hub.config.router.name,
-        "mode": routed.mode,
-        "timings_ms": timings,
-        "routing": routed.routing.as_dict(),
-    }
+    language = request.language or routed.language
+    name = hub.config.router.name
+    body = context_body(name, routed.mode, language, routed.passages, routed.timings_ms, started)
+    return body | {"routing": routed.routing.as_dict()}

@@ -15,7 +15,7 @@ from rag_api.openai_compat.conversation import Conversation
 from rag_api.openai_compat.routing import resolve_model, routes_by_question
 from rag_api.prompts import Cited, pack
 from rag_api.retrieval import SearchRequest, search
-from rag_api.routing import RouteRequest, route_search
+from rag_api.routing import RoutedOutcome, RouteRequest, route_search
 from rag_api.routing.route import candidates
 from rag_api.routing.signals import question_language
 
@@ -95,50 +95,39 @@ def start_reply(
 ) -> Reply:
     """Route `model` to a collection (or let `auto` choose), retrieve for the conversation and
     start the answer."""
+    routing: dict[str, Any] | None = None
+    language: str | None = None
     if routes_by_question(hub, model):
-        return _routed_reply(hub, model, conversation, temperature, max_tokens)
-    collection = resolve_model(hub, model)
-    outcome = search(collection, SearchRequest(query=retrieval_query(conversation, collection)))
+        routed = _route(hub, conversation)
+        collection, passages, warning = routed.answering, routed.passages, routed.warning
+        routing, language = routed.routing.as_dict(), routed.language
+    else:
+        collection = resolve_model(hub, model)
+        query = SearchRequest(query=retrieval_query(conversation, collection))
+        outcome = search(collection, query)
+        passages, warning = outcome.passages, outcome.warning
     stream = answer(
         hub.generators,
         collection,
         conversation.question,
-        outcome.passages,
+        passages,
         history=conversation.history,
         client_system=conversation.system,
         temperature=temperature,
         max_tokens=max_tokens,
+        language=language,
     )
-    return Reply(model, collection, stream, outcome.warning)
+    return Reply(model, collection, stream, warning, routing, language)
 
 
-def _routed_reply(
-    hub: Hub,
-    model: str,
-    conversation: Conversation,
-    temperature: float | None,
-    max_tokens: int | None,
-) -> Reply:
+def _route(hub: Hub, conversation: Conversation) -> RoutedOutcome:
     """`auto`: a follow-up is recognised with the analyser of a collection in the question's
     language (else the default collection's), then routed like any question."""
     routable = candidates(hub, None)
     language = question_language(conversation.question, [c.cfg.language for c in routable])
     reader = next((c for c in routable if c.cfg.language == language), hub.collection())
     query = SearchRequest(query=retrieval_query(conversation, reader))
-    routed = route_search(hub, RouteRequest(query))
-    stream = answer(
-        hub.generators,
-        routed.answering,
-        conversation.question,
-        routed.passages,
-        history=conversation.history,
-        client_system=conversation.system,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        language=routed.language,
-    )
-    routing = routed.routing.as_dict()
-    return Reply(model, routed.answering, stream, routed.warning, routing, routed.language)
+    return route_search(hub, RouteRequest(query))
 
 
 def citations_footer(text: str, passages: Sequence[Cited], language: str) -> str:
