@@ -86,7 +86,7 @@ def main() -> None:
             built = build_index(
                 hub.collection(source.collection),
                 dataset,
-                argparse.Namespace(titles=True),
+                argparse.Namespace(titles=True, cache_dir=args.cache_dir),
                 marker_dir(args.cache_dir, source),
             )
             print(

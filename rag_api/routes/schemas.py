@@ -64,7 +64,7 @@ class RoutingBlock(Answer):
     """Which collections `auto` searched and why (README: Routing by the question)."""
 
     decision: Literal["narrow", "wide"]
-    reason: Literal["explicit", "signals", "language", "probe", "wide", "widened"]
+    reason: Literal["explicit", "signals", "description", "language", "probe", "wide", "widened"]
     candidates: list[Candidate]
     searched: list[str]
 

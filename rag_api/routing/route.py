@@ -35,14 +35,21 @@ from rag_api.hub import Hub
 from rag_api.passage import Passage
 from rag_api.retrieval import SearchRequest
 from rag_api.routing.decide import (
+    by_description,
     by_language,
     by_probe,
     by_signals,
+    confirmed,
     speaks_the_question,
     strongest_first,
 )
 from rag_api.routing.probe import Probe, TypicalPassages, run_probe
-from rag_api.routing.signals import declared_matches, question_language
+from rag_api.routing.signals import (
+    analysed,
+    declared_matches,
+    description_matches,
+    question_language,
+)
 from rag_api.store import Store
 from rag_api.store.fusion import rank_fusion
 
@@ -116,10 +123,7 @@ def route_search(hub: Hub, request: RouteRequest) -> RoutedOutcome:
     question = request.search.query
     pool = candidates(hub, request.collections)
     language = question_language(question, [c.cfg.language for c in pool])
-    probes = [Probe(c, declared_matches(question, c.cfg.routing)) for c in pool]
-    for probe in probes:
-        if probe.collection.cfg.language == language:
-            probe.signals.append(f"language:{language}")
+    probes = [Probe(c, _signals(question, c, language)) for c in pool]
     typical = _TYPICAL.setdefault(hub.store, TypicalPassages())
     minimum = hub.config.router.min_passages
 
@@ -134,10 +138,14 @@ def route_search(hub: Hub, request: RouteRequest) -> RoutedOutcome:
         reason = "signals"
         probe_all([chosen])
     else:
+        hinted = by_description(probes)
         home = [p for p in probes if speaks_the_question(p)]
-        chosen = None
-        if home and len(home) < len(probes):
-            probe_all(home)
+        if len(home) == len(probes):
+            home = []  # every candidate speaks it: the language tells them apart no better
+        first = [p for p in probes if p is hinted or any(p is h for h in home)]
+        probe_all(first)  # one round for both
+        chosen, reason = (confirmed(hinted, first), "description") if hinted else (None, "")
+        if chosen is None and home:
             chosen, reason = by_language(home), "language"
         if chosen is None:
             probe_all([p for p in probes if p.outcome is None])
@@ -165,6 +173,17 @@ def route_search(hub: Hub, request: RouteRequest) -> RoutedOutcome:
         {"route": round((time.perf_counter() - started) * 1000, 3)},
         next((p.outcome.warning for p in searched if p.outcome and p.outcome.warning), None),
     )
+
+
+def _signals(question: str, collection: Collection, language: str | None) -> list[str]:
+    """What the question says about one candidate (rag_api.routing.signals)."""
+    cfg = collection.cfg
+    terms = collection.sparse.terms
+    found = declared_matches(question, cfg.routing)
+    found += description_matches(question, cfg.description, lambda t: analysed(terms, t))
+    if language is not None and cfg.language == language:
+        found.append(f"language:{language}")
+    return found
 
 
 def _merge(searched: list[Probe], top_k: int | None) -> list[Passage]:

@@ -1,8 +1,14 @@
 """What the question itself says about where to look, before any search: the keywords and
-entities a collection declares (`routing:` in collections.yaml), and the question's language.
+entities a collection declares (`routing:` in collections.yaml), the words it shares with the
+collection's `description`, and the question's language.
 
 - A keyword matches as a whole word or phrase, case and accents ignored ("devolución" matches
   "DEVOLUCION"); an entity matches as a whole word or phrase with its case ("Caxalia", "iPhone").
+- A description word matches through the collection's own BM25 analyser (stemming, stop words
+  dropped): "refunds" matches a description saying "refund policy". The function words below
+  never match, in whatever language (an English description of a Spanish collection keeps
+  "of" through the Spanish analyser). It is a weak signal (rag_api.routing.decide): prose, not
+  a list of words chosen to route by.
 - The language is guessed from function words only (articles, prepositions, question words),
   each counted for the languages the hub serves; the language with strictly the most wins, and a
   question with none of them (or a tie) has no language. No model is asked.
@@ -10,9 +16,10 @@ entities a collection declares (`routing:` in collections.yaml), and the questio
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from rag_api.config import RoutingConfig
 
@@ -38,6 +45,7 @@ FUNCTION_WORDS = {
         "anche più questo questa questi queste ma di sul sulla alla alle tra fra".split()
     ),
 }
+_ANY_FUNCTION_WORD = frozenset().union(*FUNCTION_WORDS.values())
 
 
 def fold(text: str) -> str:
@@ -56,6 +64,30 @@ def declared_matches(question: str, cfg: RoutingConfig) -> list[str]:
     found = [f"keyword:{k}" for k in cfg.keywords if _contains(folded, fold(k).strip())]
     found += [f"entity:{e}" for e in cfg.entities if _contains(question, e.strip())]
     return found
+
+
+def description_matches(
+    question: str, description: str, terms: Callable[[str], frozenset[int]]
+) -> list[str]:
+    """`description:<word>` for each word of the question whose stemmed term the description
+    holds, `terms` being the collection's analyser (each stem counted once)."""
+    held = terms(description) if description.strip() else frozenset()
+    found: list[str] = []
+    seen: set[int] = set()
+    for word in _WORD.findall(question.lower()):
+        if word in _ANY_FUNCTION_WORD:
+            continue
+        stems = terms(word)
+        if stems and stems <= held and not stems <= seen:
+            found.append(f"description:{word}")
+            seen |= stems
+    return found
+
+
+@functools.lru_cache(maxsize=4096)
+def analysed(encoder: Callable[[str], set[int]], text: str) -> frozenset[int]:
+    """`encoder(text)` kept: a description and the words of recent questions are analysed once."""
+    return frozenset(encoder(text))
 
 
 def question_language(question: str, languages: Iterable[str]) -> str | None:

