@@ -3,8 +3,11 @@
 Candidates are the enabled collections with `routing.enabled` (or the request's `collections`).
 The rule that picks among them is in rag_api.routing.decide; each probe (rag_api.routing.probe)
 is a full search of one candidate with the request's filters, thresholds and limits, so a narrow
-answer is that search's result as it stands, and probes run at once on a small thread pool (two
-candidates on one model embed the question once: rag_api.query_vectors).
+answer is that search's result as it stands (nothing is searched twice). The probes of a round
+run at once on a small thread pool, and there are at most two rounds: the candidates a weak
+signal points to (description, language), then, only if none of them is confirmed, the rest.
+Two candidates on one model embed the question once (rag_api.query_vectors), and the probe's
+stand-out reuses that vector.
 
 A wide search fuses the candidates' lists — each already hybrid-fused and thresholded in its
 collection — by weighted reciprocal rank (rag_api.store.fusion.rank_fusion, k = CROSS_RRF_K),
@@ -23,6 +26,7 @@ collection's.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -128,28 +132,13 @@ def route_search(hub: Hub, request: RouteRequest) -> RoutedOutcome:
     minimum = hub.config.router.min_passages
 
     def probe_all(todo: list[Probe]) -> None:
-        list(_POOL.map(lambda p: run_probe(p, request.search, typical), todo))
+        """One round: the probes at once on the pool (one alone on this thread)."""
+        if len(todo) == 1:
+            run_probe(todo[0], request.search, typical)
+        else:
+            list(_POOL.map(lambda p: run_probe(p, request.search, typical), todo))
 
-    chosen: Probe | None
-    if len(probes) == 1:
-        chosen, reason = probes[0], "explicit"
-        probe_all(probes)
-    elif (chosen := by_signals(probes)) is not None:
-        reason = "signals"
-        probe_all([chosen])
-    else:
-        hinted = by_description(probes)
-        home = [p for p in probes if speaks_the_question(p)]
-        if len(home) == len(probes):
-            home = []  # every candidate speaks it: the language tells them apart no better
-        first = [p for p in probes if p is hinted or any(p is h for h in home)]
-        probe_all(first)  # one round for both
-        chosen, reason = (confirmed(hinted, first), "description") if hinted else (None, "")
-        if chosen is None and home:
-            chosen, reason = by_language(home), "language"
-        if chosen is None:
-            probe_all([p for p in probes if p.outcome is None])
-            chosen, reason = by_probe(probes), "probe"
+    chosen, reason = _choose(probes, probe_all)
     if chosen is not None and len(chosen.passages) < minimum and len(probes) > 1:
         probe_all([p for p in probes if p.outcome is None])
         chosen, reason = None, "widened"
@@ -162,8 +151,7 @@ def route_search(hub: Hub, request: RouteRequest) -> RoutedOutcome:
     passages = _merge(searched, request.search.top_k)
     answering = _answering(passages, probes)
     routing = Routing(decision, reason, probes, [p.name for p in searched])
-    first = next((p for p in probes if p.collection is answering), probes[0])
-    outcome = first.outcome
+    outcome = next((p for p in probes if p.collection is answering), probes[0]).outcome
     return RoutedOutcome(
         passages,
         routing,
@@ -173,6 +161,31 @@ def route_search(hub: Hub, request: RouteRequest) -> RoutedOutcome:
         {"route": round((time.perf_counter() - started) * 1000, 3)},
         next((p.outcome.warning for p in searched if p.outcome and p.outcome.warning), None),
     )
+
+
+def _choose(
+    probes: list[Probe], probe_all: Callable[[list[Probe]], None]
+) -> tuple[Probe | None, str]:
+    """The rule of rag_api.routing.decide (None: search wide), probing only what each step
+    needs: the description's and the language's candidates in one round, the rest in another."""
+    if len(probes) == 1:
+        probe_all(probes)
+        return probes[0], "explicit"
+    if (chosen := by_signals(probes)) is not None:
+        probe_all([chosen])
+        return chosen, "signals"
+    hinted = by_description(probes)
+    home = [p for p in probes if speaks_the_question(p)]
+    if len(home) == len(probes):
+        home = []  # every candidate speaks it: the language tells them apart no better
+    first_round = [p for p in probes if p is hinted or any(p is h for h in home)]
+    probe_all(first_round)
+    if hinted is not None and (chosen := confirmed(hinted, first_round)) is not None:
+        return chosen, "description"
+    if home and (chosen := by_language(home)) is not None:
+        return chosen, "language"
+    probe_all([p for p in probes if p.outcome is None])
+    return by_probe(probes), "probe"
 
 
 def _signals(question: str, collection: Collection, language: str | None) -> list[str]:
