@@ -3,7 +3,8 @@
 Builds a collection of N chunks (default 20,000) in the embedded store: SciFact chunks embedded with
 MiniLM, expanded to N points by jittered copies of those vectors (the latency of a search depends on
 the number and spread of vectors, not on which text they came from; embedding 20k chunks would take
-~10 minutes). Then, for SciFact queries:
+~10 minutes). Then, for SciFact questions (each pass, warm-up included, asks questions no other pass
+asked: the hub keeps recent query vectors, and a repeated question would skip the embedding):
   raw   : the runtime's own embedding call (torch: SentenceTransformer.encode; onnx, onnx-int8: the
           tokenizer + onnxruntime session.run) and EdgeShard.query(...) on a copy of the shard,
           in-process;
@@ -50,16 +51,23 @@ from rag_api.settings import Settings  # noqa: E402
 from rag_api.store import PointData, SearchSpec  # noqa: E402
 from rag_api.store.base import hnsw_ef  # noqa: E402
 from rag_api.store.edge_requests import EXACT_BELOW  # noqa: E402
-from scripts.evallib import default_data_dir, latency_summary, load_dataset  # noqa: E402
+from scripts.evallib import (  # noqa: E402
+    default_data_dir,
+    distinct_questions,
+    latency_summary,
+    load_dataset,
+)
 from scripts.evallib.server import hub_server  # noqa: E402
 
 PAUSE_S = 0.05
+PASSES = ("dense", "hybrid", "spaced")
+WARM_UP = 20  # questions per pass, not measured
 MODEL = {"provider": "sentence-transformers", "model": "all-MiniLM-L6-v2", "dim": 384}
 TOP_K = 10
 
 
-def build(hub: Hub, chunks_wanted: int, data_dir: Path, seed: int = 0) -> list[str]:
-    """Fill the collection; returns the query texts."""
+def build(hub: Hub, chunks_wanted: int, data_dir: Path, seed: int = 0) -> None:
+    """Fill the collection."""
     dataset = load_dataset("scifact", data_dir)
     collection = hub.collection("bench")
     chunking = ChunkingConfig(size=512, overlap=64)
@@ -97,7 +105,19 @@ def build(hub: Hub, chunks_wanted: int, data_dir: Path, seed: int = 0) -> list[s
             batch = []
     hub.store.upsert(info.physical, batch)
     hub.store.optimize(info.physical)
-    return list(dataset.queries.values())
+
+
+def passes(data_dir: Path, per_pass: int) -> dict[str, tuple[list[str], list[str]]]:
+    """(warm-up, measured) questions for each pass, no question in two passes."""
+    questions = distinct_questions(data_dir)
+    size = WARM_UP + per_pass
+    if len(questions) < size * len(PASSES):
+        raise SystemExit(f"--queries at most {len(questions) // len(PASSES) - WARM_UP}")
+    chosen = {}
+    for n, name in enumerate(PASSES):
+        mine = questions[n * size : (n + 1) * size]
+        chosen[name] = (mine[:WARM_UP], mine[WARM_UP:])
+    return chosen
 
 
 class Raw:
@@ -238,26 +258,33 @@ def main() -> None:
         cache = REPO / ".bench" / "models"
         settings = Settings(config=config, data_dir=Path(tmp) / "data", model_cache=cache)
         hub = Hub.open(settings, load_config(config))
-        queries = build(hub, args.chunks, args.data_dir)[: args.queries]
-        engine, store = store_vs_engine(hub, queries)
+        questions = passes(args.data_dir, args.queries)
+        build(hub, args.chunks, args.data_dir)
+        engine, store = store_vs_engine(hub, [q for pair in questions.values() for q in pair[1]])
         raw = Raw(hub, Path(tmp) / "raw-shard")
         raw_steps: dict[str, list[tuple[float, float]]] = {}
         for mode in ("dense", "hybrid"):
-            for query in queries[:20]:
-                raw.query(query, mode)  # warm up
-            raw_steps[mode] = [raw.query(query, mode) for query in queries]
+            warm, measured = questions[mode]
+            for query in warm:
+                raw.query(query, mode)
+            raw_steps[mode] = [raw.query(query, mode) for query in measured]
         hub_runs: dict[str, list[tuple[float, dict[str, float]]]] = {}
         spaced: dict[str, list[float]] = {"raw": [], "hub": []}
         with hub_server(
             config, settings.data_dir, args.port, {"RAG_MODEL_CACHE": str(cache)}
         ) as url:
             client = HTTPConnection(urlsplit(url).netloc, timeout=30)
-            for mode in ("dense", "hybrid"):
-                for query in queries[:20]:
+            for mode in ("dense", "hybrid"):  # the server has seen none of these questions
+                warm, measured = questions[mode]
+                for query in warm:
                     timed_post(client, query, mode)
-                hub_runs[mode] = [timed_post(client, query, mode) for query in queries]
+                hub_runs[mode] = [timed_post(client, query, mode) for query in measured]
             # Spaced like real traffic, raw and hub alternating so both see the same conditions.
-            for query in queries:
+            warm, measured = questions["spaced"]
+            for query in warm:
+                raw.query(query)
+                timed_post(client, query, "dense")
+            for query in measured:
                 time.sleep(PAUSE_S)
                 spaced["raw"].append(sum(raw.query(query)))
                 time.sleep(PAUSE_S)
@@ -265,9 +292,11 @@ def main() -> None:
             client.close()
 
     print(
-        f"{args.chunks} chunks, {len(queries)} SciFact queries, top_k {TOP_K}, "
-        f"MiniLM on CPU, runtime {args.runtime}"
+        f"{args.chunks} chunks, {args.queries} SciFact questions a pass (none asked twice), "
+        f"top_k {TOP_K}, MiniLM on CPU, runtime {args.runtime}"
     )
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"{os.cpu_count()} cores; load average at the end (1, 5, 15 min): {load}")
     print("store call, in-process, alternating query by query:")
     raw_store = line("raw engine hybrid query", engine)
     hub_store = line("hub Store.search hybrid", store)

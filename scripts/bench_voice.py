@@ -12,13 +12,17 @@ over HTTP with no writer.
 
 The populated store is kept in --data-dir (default .bench/voice) and reused by the next run.
 The server runs twice: with the default RAG_QUERY_THREADS=1 (one CPU thread per query embedding),
-then with RAG_QUERY_THREADS=2.
+then with RAG_QUERY_THREADS=2. No server is asked one question twice: the hub keeps recent query
+vectors (rag_api.query_vectors), and a repeated question would skip its embedding. The questions are
+SciFact's claims, then sentences of its abstracts (claims in the same style), ~40,000 in all.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
+import re
 import sys
 import threading
 import time
@@ -36,7 +40,12 @@ from rag_api.ingest import DocumentWrite, write_documents  # noqa: E402
 from rag_api.retrieval import SearchRequest, search  # noqa: E402
 from rag_api.settings import Settings  # noqa: E402
 from rag_api.store import Selector  # noqa: E402
-from scripts.evallib import default_data_dir, latency_summary, load_dataset  # noqa: E402
+from scripts.evallib import (  # noqa: E402
+    default_data_dir,
+    distinct_questions,
+    latency_summary,
+    load_dataset,
+)
 from scripts.evallib.server import hub_server  # noqa: E402
 
 BUDGET_MS = 100.0
@@ -98,10 +107,10 @@ def in_process(settings: Settings, queries: list[str]) -> dict[str, list[float]]
     try:
         hub.load_models()
         docs = hub.collection("docs")
-        for query in queries[:10]:  # warm-up
+        for query in queries[:10]:  # warm-up, then questions not asked before
             search(docs, SearchRequest(query=query))
         times: dict[str, list[float]] = {"total": [], "embed": [], "search": []}
-        for query in queries:
+        for query in queries[10:]:
             started = time.perf_counter()
             outcome = search(docs, SearchRequest(query=query))
             times["total"].append(time.perf_counter() - started)
@@ -110,6 +119,30 @@ def in_process(settings: Settings, queries: list[str]) -> dict[str, list[float]]
         return times
     finally:
         hub.close()
+
+
+class Questions:
+    """Each caller's next question, never one asked before in this run (shared by threads)."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self._texts = texts
+        self._next = itertools.count()  # next() on it is atomic under the GIL
+
+    def __next__(self) -> str:
+        n = next(self._next)
+        if n >= len(self._texts):
+            raise SystemExit(f"all {len(self._texts)} questions asked: run fewer --seconds")
+        return self._texts[n]
+
+
+def question_pool(data_dir: Path, corpus: list[str]) -> list[str]:
+    """SciFact's claims, then the sentences of its abstracts (30 to 300 characters), each once."""
+    pool = dict.fromkeys(distinct_questions(data_dir))
+    for text in corpus:
+        for sentence in re.split(r"(?<=[.!?])\s+", text.split("\n\n", 1)[-1]):
+            if 30 <= len(sentence) <= 300:
+                pool.setdefault(sentence.strip(), None)
+    return list(pool)
 
 
 def call_context(http: httpx.Client, query: str, record: dict[str, list[float]]) -> None:
@@ -125,7 +158,7 @@ def call_context(http: httpx.Client, query: str, record: dict[str, list[float]])
 
 
 def over_http(
-    url: str, queries: list[str], callers: int, seconds: float, writer_docs: list[str] | None
+    url: str, queries: Questions, callers: int, seconds: float, writer_docs: list[str] | None
 ) -> tuple[dict[str, list[float]], list[float]]:
     """`callers` threads ask for context for `seconds`; with writer_docs, one more upserts them."""
     record: dict[str, list[float]] = {"total": [], "embed": [], "search": [], "http": []}
@@ -133,13 +166,11 @@ def over_http(
     stop = threading.Event()
     lock = threading.Lock()
 
-    def caller(offset: int) -> None:
+    def caller() -> None:
         mine: dict[str, list[float]] = {key: [] for key in record}
         with httpx.Client(base_url=url, timeout=30) as http:
-            n = offset
             while not stop.is_set():
-                call_context(http, queries[n % len(queries)], mine)
-                n += callers
+                call_context(http, next(queries), mine)
         with lock:
             for key, values in mine.items():
                 record[key].extend(values)
@@ -154,7 +185,7 @@ def over_http(
                 upserts.append(time.perf_counter() - started)
                 n += 1
 
-    threads = [threading.Thread(target=caller, args=(i,)) for i in range(callers)]
+    threads = [threading.Thread(target=caller) for _ in range(callers)]
     if writer_docs:
         threads.append(threading.Thread(target=writer))
     for thread in threads:
@@ -189,12 +220,13 @@ def main() -> None:
 
     dataset = load_dataset("scifact", default_data_dir())
     corpus = [f"{d.title}\n\n{d.text}" for d in dataset.corpus.values()]
-    queries = list(dataset.queries.values())
+    pool = question_pool(default_data_dir(), corpus)
     settings = settings_for(args.data_dir)
     stored = populate(settings, corpus, args.chunks)
-    baseline = in_process(settings, queries[:200])
+    baseline = in_process(settings, pool[:210])
     results = {}
     for label, env in SERVERS.items():
+        queries = Questions(pool)  # a fresh server: it has seen none of them
         with hub_server(settings.config, settings.data_dir, args.port, env) as url:
             over_http(url, queries, 1, 3, None)  # warm-up
             idle, _ = over_http(url, queries, 1, args.seconds / 2, None)

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.params import Depends as Dependency
+from fastapi.responses import Response
 from pydantic import BaseModel
 
 from rag_api.auth import require_admin, require_reader
@@ -20,6 +21,7 @@ from rag_api.hub import Hub
 from rag_api.kbadmin import reads, schemas, writes
 from rag_api.kbadmin import routed as auto_routes
 from rag_api.routes import schemas as answers
+from rag_api.routes.declared import declared
 from rag_api.routes.deps import HubDep
 from rag_api.routes.indexer import indexer_status
 
@@ -46,22 +48,25 @@ def routed(hub: Hub, in_body: str | None, in_query: str | None) -> Collection:
 
 
 @router.get("/status", dependencies=READ, response_model=answers.Status, **EXACT)
-def status(request: Request, hub: HubDep, collection: CollectionParam = None) -> Result:
+def status(request: Request, hub: HubDep, collection: CollectionParam = None) -> Response:
     """The collection's state, and the folder watcher's for it when this process watches."""
     kb = routed(hub, None, collection)
     watcher = indexer_status(request)
     indexer = watcher["collections"].get(kb.name)
-    return {**reads.status(hub, kb), "indexer": {"running": watcher["running"], **(indexer or {})}}
+    state = {**reads.status(hub, kb), "indexer": {"running": watcher["running"], **(indexer or {})}}
+    return declared(answers.Status, state)
 
 
 @router.get("/sources", dependencies=READ, response_model=answers.SourceList, **EXACT)
-def sources(hub: HubDep, collection: CollectionParam = None) -> Result:
-    return reads.sources(routed(hub, None, collection))
+def sources(hub: HubDep, collection: CollectionParam = None) -> Response:
+    return declared(answers.SourceList, reads.sources(routed(hub, None, collection)))
 
 
 @router.get("/chunks", dependencies=READ, response_model=answers.ChunkPage, **EXACT)
-def chunks(params: Annotated[schemas.ChunkFilters, Query()], hub: HubDep) -> Result:
-    return reads.list_chunks(routed(hub, params.collection, None), params)
+def chunks(params: Annotated[schemas.ChunkFilters, Query()], hub: HubDep) -> Response:
+    return declared(
+        answers.ChunkPage, reads.list_chunks(routed(hub, params.collection, None), params)
+    )
 
 
 def _post(
@@ -73,14 +78,24 @@ def _post(
     auto: Callable[[Hub, Any], Result] | None = None,
 ) -> None:
     """POST `path`: validate the body, route to its collection, run `action` (or `auto` when
-    the body asks for routing by the question: kbadmin.routed)."""
+    the body asks for routing by the question: kbadmin.routed); an `answer` model checks and
+    serialises the result in the worker thread (routes.declared)."""
 
-    def endpoint(body, hub: HubDep, collection: CollectionParam = None) -> Result:
+    def run(body, hub: Hub, collection: str | None) -> Result:
         if auto is not None:
             name = routed_name(body.collection, collection)
             if auto_routes.wants_routing(hub, name, body):
                 return auto(hub, body)
         return action(routed(hub, body.collection, collection), body)
+
+    def endpoint(body, hub: HubDep, collection: CollectionParam = None) -> Result:
+        return run(body, hub, collection)
+
+    def checked(body, hub: HubDep, collection: CollectionParam = None) -> Response:
+        return declared(answer, run(body, hub, collection))
+
+    if answer is not None:
+        endpoint = checked
 
     endpoint.__annotations__["body"] = body_type
     name = path.strip("/").replace("/", "_")

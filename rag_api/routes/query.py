@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Depends
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from rag_api.auth import require_reader
 from rag_api.generation_pool import GenerationPool
+from rag_api.hub import Hub
 from rag_api.openai_compat.sse import EventStream
 from rag_api.query import QueryBody, run_query
 from rag_api.query_stream import QueryEvents
+from rag_api.routes.declared import declared
 from rag_api.routes.deps import HubDep, get_generation
 from rag_api.routes.schemas import STREAMED, QueryAnswer
 
@@ -30,12 +30,17 @@ async def query(
     body: QueryBody,
     hub: HubDep,
     generation: GenerationPool = Depends(get_generation),
-) -> dict[str, Any] | Response:
+) -> Response:
     """Answer a question from one collection, with the passages it is grounded in; with
     `stream: true`, as server-sent events (sources, then the answer's pieces, then done)."""
     if body.stream:
         events = await generation.run(QueryEvents, hub, collection, body)
         return EventStream(iter(events), events.close, generation)
     if body.generate:
-        return await generation.run(run_query, hub, collection, body)
-    return await run_in_threadpool(run_query, hub, collection, body)
+        return await generation.run(answered, hub, collection, body)
+    return await run_in_threadpool(answered, hub, collection, body)
+
+
+def answered(hub: Hub, collection: str, body: QueryBody) -> Response:
+    """The query's answer, checked and serialised in the worker thread (routes.declared)."""
+    return declared(QueryAnswer, run_query(hub, collection, body))

@@ -16,6 +16,7 @@ from scripts.evallib.datasets import (
     Dataset,
     Doc,
     default_data_dir,
+    distinct_questions,
     load_dataset,
     subsample,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "Evaluation",
     "chunks_to_docs",
     "default_data_dir",
+    "distinct_questions",
     "evaluate",
     "latency_summary",
     "load_dataset",
