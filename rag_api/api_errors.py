@@ -96,17 +96,22 @@ def describe_validation(exc: RequestValidationError) -> tuple[str, str | None]:
     return "; ".join(parts) or "invalid request", first
 
 
+def rag_error_response(request: Request, exc: RagError) -> JSONResponse:
+    """A domain error of `request`, in its route's shape (a server-side one is logged)."""
+    if exc.status >= 500:
+        log.warning("%s %s -> %s: %s", request.method, request.url.path, exc.code, exc.message)
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else exc.headers
+    return render_error(
+        request.scope, exc.status, exc.code, exc.message, param=exc.param, headers=headers
+    )
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Render RagError, validation errors, HTTP errors and crashes in the one shape."""
 
     @app.exception_handler(RagError)
     async def _rag_error(request: Request, exc: RagError) -> JSONResponse:
-        if exc.status >= 500:
-            log.warning("%s %s -> %s: %s", request.method, request.url.path, exc.code, exc.message)
-        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else exc.headers
-        return render_error(
-            request.scope, exc.status, exc.code, exc.message, param=exc.param, headers=headers
-        )
+        return rag_error_response(request, exc)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

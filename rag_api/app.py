@@ -13,6 +13,7 @@ from fastapi_offline import FastAPIOffline
 from rag_api.api_errors import ERRORS, install_error_handlers
 from rag_api.console import pages as console
 from rag_api.generation_pool import GenerationPool
+from rag_api.hot_reads import HotReads
 from rag_api.hub import Hub
 from rag_api.json_body import JsonBodies
 from rag_api.kbadmin.writes import drop_temporary
@@ -92,6 +93,7 @@ def create_app(
     app.state.watcher = None
     app.state.uploads = None
     install_error_handlers(app)
+    app.add_middleware(HotReads, reads=(query.HOT, *admin.HOT))  # innermost: after the checks
     app.add_middleware(JsonBodies)
     app.add_middleware(
         BodyLimit,

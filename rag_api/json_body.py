@@ -37,14 +37,14 @@ class JsonBodies:
             headers = [(k, v) for k, v in scope["headers"] if k != b"content-type"]
             headers.append((b"content-type", b"application/json"))
             scope = {**scope, "headers": headers}
-        body = await _read_body(receive)
+        body = await read_body(receive)
         problem = body_problem(body)
         if problem is not None:
             field, message = problem
             response = render_error(scope, 422, "INVALID_REQUEST", message, param=field)
             await response(scope, receive, send)
             return
-        await self.app(scope, _replay(body, receive), send)
+        await self.app(scope, replay(body, receive), send)
 
 
 def body_problem(body: bytes) -> tuple[str, str] | None:
@@ -61,7 +61,8 @@ def body_problem(body: bytes) -> tuple[str, str] | None:
     return value_problem(document)
 
 
-async def _read_body(receive: Receive) -> bytes:
+async def read_body(receive: Receive) -> bytes:
+    """The whole request body (its messages joined)."""
     chunks = []
     while True:
         message = await receive()
@@ -73,15 +74,15 @@ async def _read_body(receive: Receive) -> bytes:
     return b"".join(chunks)
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
+def replay(body: bytes, receive: Receive) -> Receive:
     """The body once, then the client's own messages (a disconnect during a streamed answer)."""
     sent = False
 
-    async def replay() -> Message:
+    async def replayed() -> Message:
         nonlocal sent
         if not sent:
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
         return await receive()
 
-    return replay
+    return replayed

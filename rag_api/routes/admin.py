@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from rag_api.auth import require_admin, require_reader
 from rag_api.collection import Collection
 from rag_api.errors import InvalidRequest
+from rag_api.hot_reads import HotRead
 from rag_api.hub import Hub
 from rag_api.kbadmin import reads, schemas, writes
 from rag_api.kbadmin import routed as auto_routes
@@ -31,6 +32,7 @@ WRITE = [Depends(require_admin)]
 Result = dict[str, Any]
 CollectionParam = Annotated[str | None, Query(description="default: default_collection")]
 EXACT = {"response_model_exclude_unset": True}  # the keys the route built, none added
+HOT: list[HotRead] = []  # the reads rag_api.hot_reads serves without FastAPI's per-request work
 
 
 def routed_name(in_body: str | None, in_query: str | None) -> str | None:
@@ -96,6 +98,9 @@ def _post(
 
     if answer is not None:
         endpoint = checked
+        if access is READ:
+            work = lambda hub, body, _: declared(answer, run(body, hub, None))  # noqa: E731
+            HOT.append(HotRead(router.prefix + path, body_type, work))
 
     endpoint.__annotations__["body"] = body_type
     name = path.strip("/").replace("/", "_")

@@ -8,6 +8,7 @@ from starlette.concurrency import run_in_threadpool
 
 from rag_api.auth import require_reader
 from rag_api.generation_pool import GenerationPool
+from rag_api.hot_reads import HotRead
 from rag_api.hub import Hub
 from rag_api.openai_compat.sse import EventStream
 from rag_api.query import QueryBody, run_query
@@ -44,3 +45,12 @@ async def query(
 def answered(hub: Hub, collection: str, body: QueryBody) -> Response:
     """The query's answer, checked and serialised in the worker thread (routes.declared)."""
     return declared(QueryAnswer, run_query(hub, collection, body))
+
+
+# a retrieval-only query, served by rag_api.hot_reads without FastAPI's per-request work
+HOT = HotRead(
+    "/query/{collection}",
+    QueryBody,
+    lambda hub, body, collection: answered(hub, collection, body),
+    takes=lambda body: not body.stream and not body.generate,
+)
