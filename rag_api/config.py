@@ -83,11 +83,16 @@ class RetrievalConfig(Strict):
     top_k: Annotated[int, Field(ge=1, le=100)] = 5
     threshold: Annotated[float, Field(ge=-1.0, le=1.0)] = 0.25
     mode: Mode = "hybrid"
-    # hybrid fusion: rrf = reciprocal rank fusion (sum of 1 / (rrf_k + rank), ranks from 1);
-    # dbsf = distribution-based score fusion (each side's scores scaled by mean +- 3 sd, summed)
-    fusion: Fusion = "rrf"
+    # hybrid fusion: dbsf = distribution-based score fusion (each side's scores scaled by mean
+    # +- 3 sd, summed); rrf = reciprocal rank fusion (sum of 1 / (rrf_k + rank), ranks from 1).
+    # dbsf + 100 candidates + standout weights measured best on the datasets together
+    # (docs/retrieval.md)
+    fusion: Fusion = "dbsf"
     rrf_k: Annotated[int, Field(ge=1, le=10_000)] = 60
-    candidates: Annotated[int, Field(ge=1, le=1000)] = 50
+    # standout: each side's part of the fusion weighs by how far its best candidate stands out of
+    # its others, per query (rag_api.store.fusion.standout_weights); equal: both count the same
+    side_weights: Literal["standout", "equal"] = "standout"
+    candidates: Annotated[int, Field(ge=1, le=1000)] = 100  # per side, for fusion
     # a source's evidence from its other chunks (rag_api.evidence): each passage ranks by its
     # score + this share of the 2 best scores of its source's other candidates; 0 = best chunk only
     source_evidence: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0

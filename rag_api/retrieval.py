@@ -99,6 +99,7 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
         fusion=cfg.fusion,
         rrf_k=cfg.rrf_k,
         with_dense=diversity > 0,
+        weighting=cfg.side_weights,
     )
     if (plan := search_plan(spec, target.info)) is None:
         return SearchOutcome([], mode, timings)  # nothing but stop words

@@ -96,9 +96,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--chunk-size", type=int, default=512)
     parser.add_argument("--overlap", type=int, default=64)
     parser.add_argument("--rrf-k", type=int, default=60)
-    parser.add_argument("--fusion", choices=["rrf", "dbsf"], default="rrf")
-    parser.add_argument("--candidates", type=int, default=50, help="per-side prefetch")
+    parser.add_argument("--fusion", choices=["rrf", "dbsf"], default="dbsf")
+    parser.add_argument("--candidates", type=int, default=100, help="per-side prefetch")
     parser.add_argument("--source-evidence", type=float, default=0.0, help="rag_api.evidence share")
+    parser.add_argument("--side-weights", choices=["standout", "equal"], default="standout")
     parser.add_argument("--depth", type=int, default=300, help="chunks retrieved for recall@100")
     parser.add_argument("--latency-queries", type=int, default=300, help="timed live searches")
     parser.add_argument("--data-dir", type=Path, default=default_data_dir())
@@ -122,6 +123,7 @@ def collection_entry(args: argparse.Namespace, dataset: Dataset, embedder: str) 
         "rrf_k": args.rrf_k,
         "candidates": args.candidates,
         "source_evidence": args.source_evidence,
+        "side_weights": args.side_weights,
     }
     return {
         "language": dataset.language,

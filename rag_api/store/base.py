@@ -294,11 +294,6 @@ def hnsw_ef(limit: int) -> int:
     return 128 if limit <= 10 else 256
 
 
-def rrf_engine_k(k: int) -> int:
-    """Qdrant scores 1/(k + rank) with ranks from 0, the RRF paper with ranks from 1: shift by one."""
-    return k + 1
-
-
 def annotate(
     fused: list[Hit],
     dense: list[tuple[str, float]] | None,

@@ -231,7 +231,7 @@ class EdgeStore(Store):
         )
         dense_pts, sparse_pts = _call(self._shard(physical).query_batch, batch)
         dense, sparse = id_scores(dense_pts), id_scores(sparse_pts)
-        top = fuse(dense, sparse, spec.fusion, spec.rrf_k)[: spec.limit]
+        top = fuse(dense, sparse, spec.fusion, spec.rrf_k, spec.weighting)[: spec.limit]
         # stored vectors: for MMR, and for the cosine of a hit outside the dense candidates
         in_dense = {pid for pid, _ in dense}
         vectors = spec.with_dense or any(pid not in in_dense for pid, _ in top)

@@ -5,7 +5,9 @@ here: a fused query beside them would run both sides a second time inside the en
 ranks and scores are reported per hit), and fusing the ids before reading any payload reads the
 payloads of the returned hits only. Same formulas as Qdrant's (lib/segment/src/common/
 score_fusion.rs and rrf): RRF sums 1/(k + rank) with 1-based ranks; DBSF maps each side's scores
-to 0..1 between mean -/+ 3 sample standard deviations and sums them.
+to 0..1 between mean -/+ 3 sample standard deviations and sums them; each side's part may be
+weighed by how far its best candidate stands out (`standout_weights`, the default). A Qdrant
+server's side lists are fused here too (it has no weighted DBSF), so both engines fuse alike.
 """
 
 from __future__ import annotations
@@ -15,17 +17,53 @@ import math
 Scored = list[tuple[str, float]]
 
 
-def fuse(dense: Scored, sparse: Scored, method: str, rrf_k: int) -> Scored:
+def fuse(
+    dense: Scored, sparse: Scored, method: str, rrf_k: int, weighting: str = "equal"
+) -> Scored:
     """(id, fused score) of every candidate, best first; equal scores by dense score, then dense
-    candidates before the others (the order the hub gives ties, whatever the engine)."""
+    candidates before the others (the order the hub gives ties, whatever the engine). Each side's
+    part (its RRF terms, or its DBSF-scaled scores) is multiplied by its weight: 1 and 1 with
+    `equal`, `standout_weights` with `standout`."""
     sides = (dense, sparse)
     parts = [_rrf(side, rrf_k) for side in sides] if method == "rrf" else [_dbsf(s) for s in sides]
+    weights = standout_weights(dense, sparse) if weighting == "standout" else (1.0, 1.0)
     fused: dict[str, float] = {}
-    for part in parts:
+    for part, weight in zip(parts, weights, strict=True):
         for pid, score in part:
-            fused[pid] = fused.get(pid, 0.0) + score
+            fused[pid] = fused.get(pid, 0.0) + weight * score
     cosine = dict(dense)
     return sorted(fused.items(), key=lambda item: (-item[1], -cosine.get(item[0], -2.0)))
+
+
+def standout_weights(dense: Scored, sparse: Scored) -> tuple[float, float]:
+    """(dense, sparse) weights from how far each side's best candidate stands out of its others.
+
+    A side that knows the answer puts one candidate far above the rest; a side that does not (a
+    model that does not know the collection's language, BM25 on a paraphrase) scores its
+    candidates alike. Stand-out = (best score - mean of the others) / their sample standard
+    deviation, between 0 and STANDOUT_CAP; the weights are 2 * each side's stand-out / their sum
+    (1 and 1 when the two stand out alike). With fewer than 3 candidates on a side, or no stand-out
+    on either, both weigh 1. Measured in docs/retrieval.md."""
+    z_dense, z_sparse = _standout(dense), _standout(sparse)
+    if z_dense is None or z_sparse is None or z_dense + z_sparse <= 0:
+        return (1.0, 1.0)
+    total = z_dense + z_sparse
+    return (2 * z_dense / total, 2 * z_sparse / total)
+
+
+STANDOUT_CAP = 20.0  # a side whose other candidates all score alike stands out "infinitely"
+
+
+def _standout(side: Scored) -> float | None:
+    if len(side) < 3:
+        return None
+    others = [score for _, score in side[1:]]
+    mean = sum(others) / len(others)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in others) / (len(others) - 1))
+    gap = side[0][1] - mean
+    if sd <= 0:
+        return STANDOUT_CAP if gap > 0 else 0.0
+    return min(max(gap / sd, 0.0), STANDOUT_CAP)
 
 
 def _rrf(side: Scored, k: int) -> Scored:

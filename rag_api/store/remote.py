@@ -21,9 +21,9 @@ from rag_api.store.base import (
     id_scores,
     point_vectors,
     record_from,
-    rrf_engine_k,
 )
 from rag_api.store.filters import FilterTypes, engine_filter
+from rag_api.store.fusion import fuse
 from rag_api.store.types import (
     DENSE,
     SPARSE,
@@ -238,37 +238,38 @@ class RemoteStore(Store):
         self, physical: str, spec: SearchSpec, info: CollectionInfo
     ) -> tuple[list[Hit], list[tuple[str, float]], list[tuple[str, float]]]:
         assert spec.dense is not None and spec.sparse is not None
-        flt = _filter(spec.selector)
-        dense_q, sparse_q = list(spec.dense), _sparse(spec.sparse)
-        dense_using, side = info.dense_name or None, spec.candidates
+        flt, side, vector = _filter(spec.selector), spec.candidates, _with_vector(info.dense_name)
+        # the two sides in one batch, with payloads and vectors, fused here (rag_api.store.fusion:
+        # the server has no weighted DBSF) exactly as the embedded engine's are
         requests = [
             m.QueryRequest(
-                prefetch=[
-                    m.Prefetch(
-                        query=dense_q,
-                        using=dense_using,
-                        limit=side,
-                        filter=flt,
-                        params=_params(side),
-                    ),
-                    m.Prefetch(query=sparse_q, using=info.sparse_name, limit=side, filter=flt),
-                ],
-                query=_fusion(spec),
+                query=list(spec.dense),
+                using=info.dense_name or None,
                 filter=flt,
-                limit=spec.limit,
+                limit=side,
+                params=_params(side),
                 with_payload=True,
-                with_vector=_with_vector(info.dense_name),
+                with_vector=vector,
             ),
             m.QueryRequest(
-                query=dense_q, using=dense_using, filter=flt, limit=side, params=_params(side)
+                query=_sparse(spec.sparse),
+                using=info.sparse_name,
+                filter=flt,
+                limit=side,
+                with_payload=True,
+                with_vector=vector,
             ),
-            m.QueryRequest(query=sparse_q, using=info.sparse_name, filter=flt, limit=side),
         ]
-        fused, dense, sparse = self._call(
+        dense_pts, sparse_pts = self._call(
             self._client.query_batch_points, physical, requests=requests
         )
-        hits = [hit_from(p, True) for p in fused.points]
-        return hits, id_scores(dense.points), id_scores(sparse.points)
+        dense, sparse = id_scores(dense_pts.points), id_scores(sparse_pts.points)
+        points = {str(p.id): p for p in [*sparse_pts.points, *dense_pts.points]}
+        top = fuse(dense, sparse, spec.fusion, spec.rrf_k, spec.weighting)[: spec.limit]
+        hits = [hit_from(points[pid], True) for pid, _ in top]
+        for hit, (_, score) in zip(hits, top, strict=True):
+            hit.score = score
+        return hits, dense, sparse
 
     def close(self) -> None:
         self._call(self._client.close)
@@ -280,12 +281,6 @@ def _sparse(vector: SparseVec) -> m.SparseVector:
 
 def _params(limit: int) -> m.SearchParams:
     return m.SearchParams(hnsw_ef=hnsw_ef(limit))
-
-
-def _fusion(spec: SearchSpec) -> Any:
-    if spec.fusion == "dbsf":
-        return m.FusionQuery(fusion=m.Fusion.DBSF)
-    return m.RrfQuery(rrf=m.Rrf(k=rrf_engine_k(spec.rrf_k)))
 
 
 def _with_vector(dense_name: str) -> Any:

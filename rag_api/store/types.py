@@ -127,7 +127,7 @@ def _equality(key: str, value: Scalar) -> Condition:
 
 @dataclass(frozen=True, slots=True)
 class SearchSpec:
-    """One search: dense and/or sparse query vectors (both = hybrid, fused with RRF inside Qdrant)."""
+    """One search: dense and/or sparse query vectors (both = hybrid: the two sides fused)."""
 
     limit: int
     dense: Sequence[float] | None = None
@@ -137,6 +137,7 @@ class SearchSpec:
     fusion: str = "rrf"  # rrf | dbsf
     rrf_k: int = 60
     with_dense: bool = False
+    weighting: str = "equal"  # equal | standout (rag_api.store.fusion.standout_weights)
 
 
 @dataclass(frozen=True, slots=True)

@@ -90,7 +90,7 @@ def test_the_cli_goes_through_the_server_that_owns_the_store(
     }
     done = run_cli("eval", "codes", str(questions), "--modes", "sparse", env=env)
     assert done.returncode == 0, done.stderr
-    assert "codes: 4 questions (4 in scope), configured hybrid/rrf" in done.stdout
+    assert "codes: 4 questions (4 in scope), configured hybrid/dbsf" in done.stdout
     assert "  sparse           1.000" in done.stdout
     drafts = tmp_path / "drafts.jsonl"
     generated = run_cli("eval", "codes", str(drafts), "--generate", "3", env=env)

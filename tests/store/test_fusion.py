@@ -14,6 +14,7 @@ from rag_api.hub import Hub
 from rag_api.payload import point_id
 from rag_api.settings import Settings
 from rag_api.store import CollectionInfo, PointData, SearchSpec, SparseVec, Store
+from rag_api.store.fusion import fuse, standout_weights
 from tests.conftest import hash_collection, write_config
 
 TERM = 7  # one BM25 term shared by every point: IDF is equal, so the sparse order is by weight
@@ -105,6 +106,55 @@ def test_dbsf_sums_each_sides_scaled_scores(hub: Hub) -> None:
     assert [h.payload["source"] for h in hits] == sorted(expected, key=lambda x: -expected[x])
     for hit in hits:
         assert hit.score == pytest.approx(expected[hit.payload["source"]], rel=1e-4)
+
+
+def standout(scores: list[float]) -> float:
+    """How far the best stands out of the others: (best - their mean) / their sample sd."""
+    best, others = scores[0], scores[1:]
+    mean = sum(others) / len(others)
+    sd = math.sqrt(sum((x - mean) ** 2 for x in others) / (len(others) - 1))
+    return (best - mean) / sd
+
+
+def test_standout_weights_by_hand() -> None:
+    dense = [("a", 0.9), ("b", 0.5), ("c", 0.4), ("d", 0.3)]  # a stands out: z (0.9-0.4)/0.1 = 5
+    sparse = [("c", 3.0), ("a", 2.9), ("d", 2.8), ("b", 2.7)]  # c hardly: z (3.0-2.8)/0.1 = 2
+    assert fuse(dense, sparse, "dbsf", 60) == fuse(dense, sparse, "dbsf", 60, "equal")
+    assert standout_weights(dense, sparse) == pytest.approx((2 * 5 / 7, 2 * 2 / 7))
+    fused = dict(fuse(dense, sparse, "rrf", 60, "standout"))
+    assert fused["c"] == pytest.approx(10 / 7 / 63 + 4 / 7 / 61)
+    assert fused["a"] == pytest.approx(10 / 7 / 61 + 4 / 7 / 62)
+    # fewer than 3 candidates on a side, or no stand-out on either: equal weights
+    assert standout_weights(dense, sparse[:2]) == (1.0, 1.0)
+    flat = [("a", 1.0), ("b", 1.0), ("c", 1.0)]
+    assert standout_weights(flat, flat) == (1.0, 1.0)
+    # a side whose others all score alike stands out at the cap
+    assert standout_weights(dense, [("c", 3.0), ("a", 1.0), ("b", 1.0)]) == pytest.approx(
+        (2 * 5 / 25, 2 * 20 / 25)
+    )
+
+
+def test_standout_weighting_scales_each_sides_dbsf_part(hub: Hub) -> None:
+    store, info = load(hub, RANKS)
+    spec = SearchSpec(
+        limit=5, dense=QUERY_DENSE, sparse=QUERY_SPARSE, fusion="dbsf", weighting="standout"
+    )
+    hits = store.search(info.physical, spec, info)
+    by_rank = {side: sorted(RANKS, key=lambda x: RANKS[x][i]) for i, side in enumerate(SIDES)}
+    scores = {side: [_side(hits, x, side) for x in by_rank[side]] for side in SIDES}
+    z = {side: standout(scores[side]) for side in SIDES}
+    weights = {side: 2 * z[side] / (z["dense"] + z["sparse"]) for side in SIDES}
+    scaled = {
+        side: dict(zip(by_rank[side], dbsf_normalised(scores[side]), strict=True)) for side in SIDES
+    }
+    expected = {x: sum(weights[s] * scaled[s][x] for s in SIDES) for x in RANKS}
+    assert weights["dense"] != pytest.approx(1.0)  # the test weighs the sides unequally
+    assert [h.payload["source"] for h in hits] == sorted(expected, key=lambda x: -expected[x])
+    for hit in hits:
+        assert hit.score == pytest.approx(expected[hit.payload["source"]], rel=1e-4)
+
+
+SIDES = ("dense", "sparse")
 
 
 def _side(hits: list, label: str, side: str) -> float:
