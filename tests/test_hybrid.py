@@ -83,7 +83,9 @@ def hubs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Hub]]:
     for engine in LOCAL_ENGINES:
         root = tmp_path_factory.mktemp(f"hybrid-{engine}")
         entries = {
-            "kb": minilm_collection(retrieval={"threshold": 0.0, "top_k": 5, "fusion": "rrf"}),
+            "kb": minilm_collection(
+                retrieval={"threshold": 0.0, "top_k": 5, "fusion": "rrf", "side_weights": "equal"}
+            ),
             "docs": minilm_collection(REPO / "kb/docs", chunking={"size": 512, "overlap": 64}),
         }
         config = write_config(root / "collections.yaml", entries)
