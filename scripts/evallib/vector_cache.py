@@ -2,7 +2,7 @@
 re-runs only the store and the ranking: embedding is the expensive part on a shared 2-core box.
 
 Keyed by what decides a vector: the embedder's identity and runtime (`<provider>:<model>`, torch |
-onnx | onnx-int8) and the hash of the exact text embedded (prefix included), so a new chunker
+onnx | onnx-int8, with the ONNX export recipe's version) and the hash of the exact text embedded (prefix included), so a new chunker
 or titles setting simply misses the cache for the texts it changes. One .npy matrix and one key
 list per embedder and kind (documents, queries) under the git-ignored .bench/vectors/.
 """
@@ -18,13 +18,20 @@ import numpy as np
 
 from rag_api.config import EmbedderConfig
 from rag_api.ingest import content_hash
+from rag_api.onnx_model import EXPORT_VERSION
+
+
+def runtime_tag(embedder: EmbedderConfig) -> str:
+    """torch, onnx-v<EXPORT_VERSION>, onnx-int8-v<EXPORT_VERSION>, or None (other providers)."""
+    runtime = embedder.resolved_runtime
+    return f"{runtime}-v{EXPORT_VERSION}" if runtime and runtime != "torch" else str(runtime)
 
 
 class VectorCache:
     """hash -> vector of one embedder and one kind, loaded whole, saved after each fill."""
 
     def __init__(self, root: Path, embedder: EmbedderConfig, kind: str) -> None:
-        name = re.sub(r"[^A-Za-z0-9.+-]+", "_", f"{embedder.id}-{embedder.resolved_runtime}")
+        name = re.sub(r"[^A-Za-z0-9.+-]+", "_", f"{embedder.id}-{runtime_tag(embedder)}")
         self.folder = root / name
         self.kind = kind
         self.vectors: dict[str, np.ndarray] = {}
