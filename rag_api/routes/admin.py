@@ -99,7 +99,7 @@ def _post(
     if answer is not None:
         endpoint = checked
         if access is READ:
-            work = lambda hub, body, _: declared(answer, run(body, hub, None))  # noqa: E731
+            work = lambda hub, body, _: checked(body, hub)  # noqa: E731
             HOT.append(HotRead(router.prefix + path, body_type, work))
 
     endpoint.__annotations__["body"] = body_type
