@@ -57,9 +57,7 @@ STANDOUT_CAP = 20.0  # a side whose other candidates all score alike stands out 
 def _standout(side: Scored) -> float | None:
     if len(side) < 3:
         return None
-    others = [score for _, score in side[1:]]
-    mean = sum(others) / len(others)
-    sd = math.sqrt(sum((x - mean) ** 2 for x in others) / (len(others) - 1))
+    mean, sd = _mean_sd([score for _, score in side[1:]])
     gap = side[0][1] - mean
     if sd <= 0:
         return STANDOUT_CAP if gap > 0 else 0.0
@@ -73,13 +71,17 @@ def _rrf(side: Scored, k: int) -> Scored:
 def _dbsf(side: Scored) -> Scored:
     if len(side) < 2:
         return [(pid, 0.5) for pid, _ in side]
-    scores = [score for _, score in side]
-    mean = sum(scores) / len(scores)
-    sd = math.sqrt(sum((x - mean) ** 2 for x in scores) / (len(scores) - 1))
+    mean, sd = _mean_sd([score for _, score in side])
     low, high = mean - 3 * sd, mean + 3 * sd
     if high == low:
         return [(pid, 0.5) for pid, _ in side]
     return [(pid, (score - low) / (high - low)) for pid, score in side]
+
+
+def _mean_sd(scores: list[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (n - 1) of at least two scores, as Qdrant's DBSF."""
+    mean = sum(scores) / len(scores)
+    return mean, math.sqrt(sum((x - mean) ** 2 for x in scores) / (len(scores) - 1))
 
 
 def rank_fusion(lists: list[list[str]], k: int, weights: list[float] | None = None) -> Scored:
