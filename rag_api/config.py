@@ -90,8 +90,10 @@ class RetrievalConfig(Strict):
     fusion: Fusion = "dbsf"
     rrf_k: Annotated[int, Field(ge=1, le=10_000)] = 60
     # standout: each side's part of the fusion weighs by how far its best candidate stands out of
-    # its others, per query (rag_api.store.fusion.standout_weights); equal: both count the same
-    side_weights: Literal["standout", "equal"] = "standout"
+    # its others, per query (rag_api.store.fusion.standout_weights); standout_spread: the same,
+    # the dense stand-out also scaled down when its cosines are bunched (dense_spread_factor);
+    # equal: both count the same
+    side_weights: Literal["standout_spread", "standout", "equal"] = "standout_spread"
     candidates: Annotated[int, Field(ge=1, le=1000)] = 100  # per side, for fusion
     # a source's evidence from its other chunks (rag_api.evidence): each passage ranks by its
     # score + this share of the 2 best scores of its source's other candidates; 0 = best chunk only

@@ -110,7 +110,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--fusion", choices=["rrf", "dbsf"], default="dbsf")
     parser.add_argument("--candidates", type=int, default=100, help="per-side prefetch")
     parser.add_argument("--source-evidence", type=float, default=0.0, help="rag_api.evidence share")
-    parser.add_argument("--side-weights", choices=["standout", "equal"], default="standout")
+    parser.add_argument(
+        "--side-weights",
+        choices=["standout_spread", "standout", "equal"],
+        default="standout_spread",
+    )
     parser.add_argument("--depth", type=int, default=300, help="chunks retrieved for recall@100")
     parser.add_argument("--latency-queries", type=int, default=300, help="timed live searches")
     parser.add_argument("--data-dir", type=Path, default=default_data_dir())

@@ -137,7 +137,7 @@ class SearchSpec:
     fusion: str = "rrf"  # rrf | dbsf
     rrf_k: int = 60
     with_dense: bool = False
-    weighting: str = "equal"  # equal | standout (rag_api.store.fusion.standout_weights)
+    weighting: str = "equal"  # equal | standout | standout_spread (store.fusion.fuse)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,16 +27,19 @@ def unit(angle: float) -> list[float]:
 
 
 def load(
-    hub: Hub, ranks: dict[str, tuple[int, int]], name: str = "fusion"
+    hub: Hub,
+    ranks: dict[str, tuple[int, int]],
+    name: str = "fusion",
+    angle: Callable[[int], float] = lambda dense_rank: 0.1 * dense_rank,
 ) -> tuple[Store, CollectionInfo]:
-    """Points whose dense rank (by angle to QUERY_DENSE) and sparse rank (by term weight) are
-    exactly `ranks[name] = (dense_rank, sparse_rank)`."""
+    """Points whose dense rank (by angle to QUERY_DENSE, `angle(rank)`) and sparse rank (by term
+    weight) are exactly `ranks[name] = (dense_rank, sparse_rank)`."""
     store = hub.store
     info = store.ensure(name, dim=2)
     points = [
         PointData(
             point_id(name, label, 0),
-            unit(0.1 * dense_rank),
+            unit(angle(dense_rank)),
             {"source": label, "chunk_index": 0, "text": label},
             SparseVec([TERM], [10.0 - sparse_rank]),
         )
@@ -134,15 +137,43 @@ def test_standout_weights_by_hand() -> None:
     )
 
 
-def test_standout_weighting_scales_each_sides_dbsf_part(hub: Hub) -> None:
-    store, info = load(hub, RANKS)
+def spread_factor(cosines: list[float]) -> float:
+    """The dense side's spread, (best - last) / (1 - best), over 0.55, capped at 1, squared."""
+    return min(1.0, (cosines[0] - cosines[-1]) / (1 - cosines[0]) / 0.55) ** 2
+
+
+def test_standout_spread_shrinks_a_dense_side_that_scores_all_alike() -> None:
+    # a stands out of the dense cosines (z 3) but they are bunched far from 1: spread 0.04 / 0.36
+    dense = [("a", 0.64), ("b", 0.62), ("c", 0.61), ("d", 0.60)]
+    sparse = [("c", 3.0), ("a", 2.9), ("d", 2.8), ("b", 2.7)]  # z 2
+    z_dense = 3 * ((0.04 / 0.36) / 0.55) ** 2
+    assert standout_weights(dense, sparse, dense_spread=True) == pytest.approx(
+        (2 * z_dense / (z_dense + 2), 2 * 2 / (z_dense + 2))
+    )
+    # stand-out alone leans on dense (6/5 vs 4/5) and ranks a first; the spread hands it to c
+    assert [x for x, _ in fuse(dense, sparse, "dbsf", 60, "standout")][:2] == ["a", "c"]
+    assert [x for x, _ in fuse(dense, sparse, "dbsf", 60, "standout_spread")][:2] == ["c", "a"]
+    # spread from 0.55 up, or a best cosine of 1, leaves the stand-out weights as they are
+    spread = [("a", 0.9), ("b", 0.5), ("c", 0.4), ("d", 0.3)]  # (0.9 - 0.3) / 0.1 = 6
+    assert standout_weights(spread, sparse, dense_spread=True) == standout_weights(spread, sparse)
+    exact = [("a", 1.0), ("b", 0.99), ("c", 0.98), ("d", 0.98)]
+    assert standout_weights(exact, sparse, dense_spread=True) == standout_weights(exact, sparse)
+
+
+@pytest.mark.parametrize("weighting", ["standout", "standout_spread"])
+def test_standout_weighting_scales_each_sides_dbsf_part(hub: Hub, weighting: str) -> None:
+    # bunched cosines far from 1 (0.34 .. 0.27): the spread factor is about 0.045
+    store, info = load(hub, RANKS, angle=lambda dense_rank: 1.2 + 0.02 * dense_rank)
     spec = SearchSpec(
-        limit=5, dense=QUERY_DENSE, sparse=QUERY_SPARSE, fusion="dbsf", weighting="standout"
+        limit=5, dense=QUERY_DENSE, sparse=QUERY_SPARSE, fusion="dbsf", weighting=weighting
     )
     hits = store.search(info.physical, spec, info)
     by_rank = {side: sorted(RANKS, key=lambda x: RANKS[x][i]) for i, side in enumerate(SIDES)}
     scores = {side: [_side(hits, x, side) for x in by_rank[side]] for side in SIDES}
     z = {side: standout(scores[side]) for side in SIDES}
+    if weighting == "standout_spread":
+        z["dense"] *= spread_factor(scores["dense"])
+        assert z["dense"] < 0.1 * standout(scores["dense"])
     weights = {side: 2 * z[side] / (z["dense"] + z["sparse"]) for side in SIDES}
     scaled = {
         side: dict(zip(by_rank[side], dbsf_normalised(scores[side]), strict=True)) for side in SIDES
