@@ -78,7 +78,8 @@ def dense_spread_factor(dense: Scored) -> float:
     on English SciFact 4.5). What it cannot do is spread its cosines: it scores every passage
     alike and far from 1 (median spread 0.43 with MiniLM on SQuAD-it, 0.62 on XQuAD-es, 0.84 on
     SciFact; 0.98 with e5 on XQuAD-es), so its part shrinks on most questions there and on few
-    elsewhere. 1 for a best cosine of 1 or more (an exact match)."""
+    elsewhere (but on 37 % with e5 on SQuAD-it, median 0.67: hybrid 0.8868 -> 0.8810 there).
+    1 for a best cosine of 1 or more (an exact match)."""
     best, last = dense[0][1], dense[-1][1]
     if best >= 1.0:
         return 1.0
