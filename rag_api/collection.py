@@ -205,6 +205,13 @@ class Collection:
         with self._points_lock.read():
             return self.store.search(target.info.physical, spec, target.info)
 
+    def payloads(self, target: SearchTarget, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Full payloads (by id) of hits a search of `target` returned; a point deleted since is
+        missing."""
+        with self._points_lock.read():
+            records = self.store.retrieve(target.info.physical, ids)
+        return {record.id: record.payload for record in records}
+
     def count(self, selector: Selector = EVERYTHING) -> int:
         """How many points the selector selects (0 before the first write)."""
         info = self.info()

@@ -218,6 +218,7 @@ class StoredChunk:
 
 
 POSITION_FIELDS = [SEQ, SOURCE, CHUNK_INDEX]  # what StoredChunk.position reads
+SOURCE_FIELDS = (SOURCE, *FOREIGN_SOURCE_KEYS)  # what StoredChunk.source reads
 
 
 def extract_text(payload: Mapping[str, Any] | None) -> str:

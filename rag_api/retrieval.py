@@ -2,17 +2,19 @@
 
 Thresholds (documented rule):
 - `threshold` is a minimum cosine similarity between the query and a passage. In `dense` and
-  `hybrid` mode every hit has a dense score: a hit that only BM25 found gets its exact cosine from
-  its stored vector, so it is kept or dropped on the same scale as the others, never merely for
+  `hybrid` mode every hit has a dense score: a hit that only BM25 found gets its exact cosine (the
+  engine's over that point, or from its stored vector), so it is kept or dropped on the same scale as the others, never merely for
   lacking a dense rank. In `sparse` mode there is no cosine and the threshold does not apply.
 - `relative_threshold` keeps hits whose primary score (cosine; BM25 score in `sparse` mode) is at
   least that fraction of the best hit's.
 
 Order of work: filters inside Qdrant -> fused candidates -> absolute threshold -> source evidence
-(rag_api.evidence: a passage's score gains a share of its source's other candidates') -> optional
-cross-encoder rerank (rag_api.rerank) -> optional MMR (rag_api.diversity) -> relative threshold
--> top_k. Each passage keeps its fused `score` and each side's score and rank; a reranked one
-also carries `rerank_score`, which then decides the order.
+(rag_api.evidence: a passage's score gains a share of its source's other candidates'; all the
+fused candidates are read with their source only, then the full payloads of the best `pool` -
+top_k, or the rerank or MMR pool, as without evidence) -> optional cross-encoder rerank
+(rag_api.rerank) -> optional MMR (rag_api.diversity) -> relative threshold -> top_k. Each passage
+keeps its fused `score` and each side's score and rank; a reranked one also carries
+`rerank_score`, which then decides the order.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rag_api.collection import Collection
+from rag_api import payload
+from rag_api.collection import Collection, SearchTarget
 from rag_api.config import EmbedderConfig, Mode, RetrievalConfig
 from rag_api.diversity import candidate_pool, diversify
 from rag_api.evidence import with_source_evidence
@@ -88,18 +91,19 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
     pool = max(top_k, reranker.candidates if reranker else 0)
     if diversity > 0:
         pool = max(pool, candidate_pool(top_k, cfg.candidates))
-    if evidence > 0:  # a source's other chunks are found among all the fused candidates
-        pool = max(pool, cfg.candidates)
+    # a source's other chunks are found among all the fused candidates, read by their source only
+    ranked = max(pool, cfg.candidates) if evidence > 0 else pool
     spec = SearchSpec(
-        limit=pool,
+        limit=ranked,
         dense=dense,
         sparse=sparse,
         selector=selector,
-        candidates=max(cfg.candidates, pool),
+        candidates=max(cfg.candidates, ranked),
         fusion=cfg.fusion,
         rrf_k=cfg.rrf_k,
         with_dense=diversity > 0,
         weighting=cfg.side_weights,
+        fields=payload.SOURCE_FIELDS if evidence > 0 else None,
     )
     if (plan := search_plan(spec, target.info)) is None:
         return SearchOutcome([], mode, timings)  # nothing but stop words
@@ -111,7 +115,10 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
     if mode != "sparse":
         passages = [p for p in passages if p.dense_score is not None and p.dense_score >= threshold]
     if evidence > 0:
-        passages = _with_evidence(passages, evidence)
+        started = time.perf_counter()
+        passages = _with_evidence(passages, evidence)[:pool]
+        passages = _read_payloads(collection, target, passages)
+        timings["search"] += _ms(started)
     if reranker is not None:
         started = time.perf_counter()
         passages = rerank(reranker, request.query, passages)
@@ -138,6 +145,16 @@ def _with_evidence(passages: list[Passage], share: float) -> list[Passage]:
     for passage, score in ranked:
         passage.score = score
     return [passage for passage, _ in ranked]
+
+
+def _read_payloads(
+    collection: Collection, target: SearchTarget, passages: list[Passage]
+) -> list[Passage]:
+    """The passages read from their full payloads (a chunk deleted since the search is gone)."""
+    if not passages:
+        return passages
+    stored = collection.payloads(target, [p.id for p in passages])
+    return [p.read_from(stored[p.id]) for p in passages if p.id in stored]
 
 
 def _primary(passage: Passage, mode: Mode) -> float:

@@ -217,7 +217,8 @@ class Store(ABC):
         self, physical: str, spec: SearchSpec, info: CollectionInfo
     ) -> tuple[list[Hit], list[tuple[str, float]], list[tuple[str, float]]]:
         """The fused top `spec.limit` and each side's candidates; a hit carries its stored dense
-        vector at least when `spec.with_dense` asks or it is outside the dense candidates."""
+        vector when `spec.with_dense` asks, and one outside the dense candidates its cosine (its
+        dense score, or the vector annotate() computes it from)."""
 
     @abstractmethod
     def payload_indexes(self, physical: str) -> dict[str, str]:
@@ -302,8 +303,8 @@ def annotate(
 ) -> list[Hit]:
     """Fill each hit's dense/sparse score and 1-based rank from the per-side candidate lists.
 
-    A hit outside the dense candidates still gets its exact dense score from its stored vector,
-    so the cosine threshold can judge every hit on the same scale. Equal fused scores (frequent
+    A hit outside the dense candidates still gets its exact dense score (the engine's, or computed
+    here from its stored vector), so the cosine threshold can judge every hit on the same scale. Equal fused scores (frequent
     with RRF: ranks 1+5 tie with 5+1) are ordered by dense score, not by engine accident, so both
     engines return the same order.
     """
@@ -313,7 +314,7 @@ def annotate(
     for hit in fused:
         if hit.id in dense_at:
             hit.dense_rank, hit.dense_score = dense_at[hit.id]
-        elif query is not None and hit.dense is not None:
+        elif hit.dense_score is None and query is not None and hit.dense is not None:
             hit.dense_score = cosine(query, hit.dense)
         if hit.id in sparse_at:
             hit.sparse_rank, hit.sparse_score = sparse_at[hit.id]

@@ -40,6 +40,7 @@ from rag_api.store.edge_requests import (
     KIND,
     SCHEMA,
     dense_query,
+    payload_selector,
     search_params,
     selector_filter,
     sparse_query,
@@ -181,7 +182,7 @@ class EdgeStore(Store):
             offset=page.offset,
             limit=page.limit,
             filter=selector_filter(page.selector),
-            with_payload=qe.PayloadSelector.Include(list(page.fields)) if page.fields else True,
+            with_payload=payload_selector(page.fields),
             with_vector=[self.physical_info(physical).dense_name] if page.with_dense else False,
         )
         records, next_offset = _call(self._shard(physical).scroll, request)
@@ -208,7 +209,7 @@ class EdgeStore(Store):
             query=dense_query(query, info) if dense else sparse_query(query, info),
             filter=selector_filter(spec.selector),
             params=search_params(info, spec.limit) if dense else None,
-            with_payload=True,
+            with_payload=payload_selector(spec.fields),
             with_vector=[info.dense_name] if spec.with_dense else False,
         )
         points = _call(self._shard(physical).query, request)
@@ -232,18 +233,37 @@ class EdgeStore(Store):
         dense_pts, sparse_pts = _call(self._shard(physical).query_batch, batch)
         dense, sparse = id_scores(dense_pts), id_scores(sparse_pts)
         top = fuse(dense, sparse, spec.fusion, spec.rrf_k, spec.weighting)[: spec.limit]
-        # stored vectors: for MMR, and for the cosine of a hit outside the dense candidates
-        in_dense = {pid for pid, _ in dense}
-        vectors = spec.with_dense or any(pid not in in_dense for pid, _ in top)
-        with_vector = [info.dense_name] if vectors else False
-        records = _call(self._shard(physical).retrieve, [pid for pid, _ in top], True, with_vector)
+        with_vector = [info.dense_name] if spec.with_dense else False  # for MMR
+        wanted, payloads = [pid for pid, _ in top], payload_selector(spec.fields)
+        records = _call(self._shard(physical).retrieve, wanted, payloads, with_vector)
         found = {str(r.id): r for r in records}
+        in_dense = {pid for pid, _ in dense}
+        cosines = self._cosines(physical, dense_q, [pid for pid in found if pid not in in_dense])
         hits = [  # a point deleted since the query is gone
-            Hit(pid, score, found[pid].payload or {}, dense=dense_of(found[pid].vector))
+            Hit(
+                pid,
+                score,
+                found[pid].payload or {},
+                dense_score=cosines.get(pid),
+                dense=dense_of(found[pid].vector),
+            )
             for pid, score in top
             if pid in found
         ]
         return hits, dense, sparse
+
+    def _cosines(self, physical: str, query: Any, ids: list[str]) -> dict[str, float]:
+        """The engine's cosine of the query with each of these points: an exact search over them
+        alone, so no stored vector is read into Python (100 vectors cost more than the search)."""
+        if not ids:
+            return {}
+        request = qe.QueryRequest(
+            limit=len(ids),
+            query=query,
+            filter=selector_filter(Selector(ids=tuple(ids))),
+            params=qe.SearchParams(exact=True),
+        )
+        return dict(id_scores(_call(self._shard(physical).query, request)))
 
     def optimize(self, physical: str) -> None:
         # an optimization may rewrite the shard's data into a new segment beside the old one

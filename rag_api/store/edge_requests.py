@@ -65,5 +65,10 @@ def search_params(info: CollectionInfo, limit: int) -> qe.SearchParams:
     return qe.SearchParams(hnsw_ef=hnsw_ef(limit))
 
 
+def payload_selector(fields: Sequence[str] | None) -> Any:
+    """Only these payload fields of each point, or all of them (None)."""
+    return qe.PayloadSelector.Include(list(fields)) if fields else True
+
+
 def str_id(pid: Any) -> str | None:
     return None if pid is None else str(pid)

@@ -191,7 +191,7 @@ class RemoteStore(Store):
             scroll_filter=_filter(page.selector),
             limit=page.limit,
             offset=page.offset,
-            with_payload=list(page.fields) if page.fields else True,
+            with_payload=_payload(page.fields),
             with_vectors=_with_vector(dense_name) if page.with_dense else False,
         )
         return [record_from(r, page.with_dense) for r in records], (
@@ -229,7 +229,7 @@ class RemoteStore(Store):
             query_filter=_filter(spec.selector),
             limit=spec.limit,
             search_params=_params(spec.limit) if dense else None,
-            with_payload=True,
+            with_payload=_payload(spec.fields),
             with_vectors=_with_vector(info.dense_name) if spec.with_dense else False,
         )
         return [hit_from(p, spec.with_dense) for p in response.points]
@@ -248,7 +248,7 @@ class RemoteStore(Store):
                 filter=flt,
                 limit=side,
                 params=_params(side),
-                with_payload=True,
+                with_payload=_payload(spec.fields),
                 with_vector=vector,
             ),
             m.QueryRequest(
@@ -256,7 +256,7 @@ class RemoteStore(Store):
                 using=info.sparse_name,
                 filter=flt,
                 limit=side,
-                with_payload=True,
+                with_payload=_payload(spec.fields),
                 with_vector=vector,
             ),
         ]
@@ -277,6 +277,11 @@ class RemoteStore(Store):
 
 def _sparse(vector: SparseVec) -> m.SparseVector:
     return m.SparseVector(indices=vector.indices, values=vector.values)
+
+
+def _payload(fields: Sequence[str] | None) -> Any:
+    """Only these payload fields of each point, or all of them (None)."""
+    return list(fields) if fields else True
 
 
 def _params(limit: int) -> m.SearchParams:

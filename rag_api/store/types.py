@@ -138,6 +138,9 @@ class SearchSpec:
     rrf_k: int = 60
     with_dense: bool = False
     weighting: str = "equal"  # equal | standout | standout_spread (store.fusion.fuse)
+    # only these payload fields of each hit (None: all): a search that only ranks its hits, such
+    # as source evidence over every candidate, reads the rest of the few it keeps afterwards
+    fields: Sequence[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

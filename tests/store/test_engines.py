@@ -23,6 +23,7 @@ from rag_api.store import (
     search_sides,
     sparse_encoder,
 )
+from rag_api.store.base import cosine
 from rag_api.store.edge import EdgeStore
 from tests.conftest import REPO
 
@@ -167,6 +168,36 @@ def test_dense_sparse_and_hybrid_search(store: Store) -> None:
         info,
     )
     assert {h.payload["source"] for h in filtered} == {"crm/cliente_456", "crm/cliente_789"}
+
+
+@pytest.mark.parametrize("plan", ["dense", "sparse", "hybrid"])
+def test_a_search_reads_only_the_payload_fields_asked(store: Store, plan: str) -> None:
+    """`fields` reads those payload fields of each hit (what source evidence ranks all candidates
+    by), nothing else; the hits, their scores, ranks and vectors are those of a full read."""
+    physical = fill(store)
+    info = store.info("docs")
+    query = {
+        "dense": vector(0),
+        "sparse": sparse_encoder("en").query("refunds support cliente pedido"),
+    }
+    spec = SearchSpec(
+        limit=5,
+        dense=query["dense"] if plan != "sparse" else None,
+        sparse=query["sparse"] if plan != "dense" else None,
+        candidates=2,  # hybrid: some hits are outside the dense candidates
+        with_dense=True,
+    )
+    full = store.search(physical, spec, info)
+    light = store.search(physical, replace(spec, fields=("source", "file_path")), info)
+    assert len(full) >= 3
+    assert [h.payload for h in light] == [{"source": h.payload["source"]} for h in full]
+    if plan != "sparse":  # every hit's cosine, the engine's for those outside the dense list
+        assert any(h.dense_rank is None for h in full) or plan == "dense"
+        for hit in full:
+            assert hit.dense_score == pytest.approx(cosine(query["dense"], hit.dense), rel=1e-5)
+    for hit in full:
+        hit.payload = {"source": hit.payload["source"]}
+    assert light == full
 
 
 def test_store_plans_the_search_once(store: Store) -> None:
