@@ -31,15 +31,20 @@ def with_source_evidence(
     """(passage, evidence score) best first; ties keep the input order."""
     if share <= 0:
         return [(p, score_of(p)) for p in passages]
+    keyed = [(source_of(p), score_of(p)) for p in passages]
     by_source: dict[str, list[float]] = defaultdict(list)
-    for passage in passages:
-        by_source[source_of(passage)].append(max(score_of(passage), 0.0))
-    best = {source: sorted(scores, reverse=True) for source, scores in by_source.items()}
+    for source, score in keyed:
+        by_source[source].append(max(score, 0.0))
+    # a passage's siblings: its source's best SIBLINGS + 1 scores less its own, if among them
+    best = {
+        source: sorted(scores, reverse=True)[: SIBLINGS + 1] for source, scores in by_source.items()
+    }
     scored = []
-    for position, passage in enumerate(passages):
-        own = score_of(passage)
-        siblings = list(best[source_of(passage)])
-        siblings.remove(max(own, 0.0))
-        scored.append((passage, own + share * sum(siblings[:SIBLINGS]), position))
-    scored.sort(key=lambda item: (-item[1], item[2]))
-    return [(passage, score) for passage, score, _ in scored]
+    for position, (source, own) in enumerate(keyed):
+        siblings = best[source]
+        if (clamped := max(own, 0.0)) in siblings:
+            at = siblings.index(clamped)
+            siblings = siblings[:at] + siblings[at + 1 :]
+        scored.append((own + share * sum(siblings[:SIBLINGS]), position))
+    scored.sort(key=lambda item: (-item[0], item[1]))
+    return [(passages[position], score) for score, position in scored]

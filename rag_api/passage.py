@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from rag_api.payload import StoredChunk
@@ -33,32 +33,20 @@ class Passage:
     @classmethod
     def from_hit(cls, hit: Hit) -> Passage:
         """The passage of a search hit, read through the payload schema."""
-        passage = cls(
+        stored = StoredChunk(hit.payload)
+        return cls(
             id=hit.id,
-            source="",
-            chunk_index=0,
+            source=stored.source,
+            chunk_index=stored.chunk_index or 0,
             score=hit.score,
-            text="",
-            metadata={},
+            text=stored.text,
+            metadata=stored.metadata,
+            origin=stored.origin,
             dense_score=hit.dense_score,
             dense_rank=hit.dense_rank,
             sparse_score=hit.sparse_score,
             sparse_rank=hit.sparse_rank,
             vector=hit.dense,
-        )
-        return passage.read_from(hit.payload)
-
-    def read_from(self, payload: dict[str, Any]) -> Passage:
-        """This passage (its scores, ranks and vector) with what a stored payload says: a hit
-        first read with a few payload fields gets the rest once it is kept."""
-        stored = StoredChunk(payload)
-        return replace(
-            self,
-            source=stored.source,
-            chunk_index=stored.chunk_index or 0,
-            text=stored.text,
-            metadata=stored.metadata,
-            origin=stored.origin,
             stored=stored,
         )
 

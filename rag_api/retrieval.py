@@ -24,15 +24,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rag_api import payload
 from rag_api.collection import Collection, SearchTarget
 from rag_api.config import EmbedderConfig, Mode, RetrievalConfig
 from rag_api.diversity import candidate_pool, diversify
 from rag_api.evidence import with_source_evidence
 from rag_api.metrics import observe_stages
 from rag_api.passage import Passage
+from rag_api.payload import SOURCE_FIELDS, extract_source
 from rag_api.rerank import active_reranker, rerank
-from rag_api.store import SearchSpec, Selector, search_plan, search_sides
+from rag_api.store import Hit, SearchSpec, Selector, search_plan, search_sides
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
         rrf_k=cfg.rrf_k,
         with_dense=diversity > 0,
         weighting=cfg.side_weights,
-        fields=payload.SOURCE_FIELDS if evidence > 0 else None,
+        fields=SOURCE_FIELDS if evidence > 0 else None,
     )
     if (plan := search_plan(spec, target.info)) is None:
         return SearchOutcome([], mode, timings)  # nothing but stop words
@@ -111,14 +111,13 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
     started = time.perf_counter()
     hits = collection.search(target, spec)
     timings["search"] = _ms(started)
-    passages = [Passage.from_hit(hit) for hit in hits]
     if mode != "sparse":
-        passages = [p for p in passages if p.dense_score is not None and p.dense_score >= threshold]
+        hits = [h for h in hits if h.dense_score is not None and h.dense_score >= threshold]
     if evidence > 0:
         started = time.perf_counter()
-        passages = _with_evidence(passages, evidence)[:pool]
-        passages = _read_payloads(collection, target, passages)
+        hits = _read_payloads(collection, target, _with_evidence(hits, evidence)[:pool])
         timings["search"] += _ms(started)
+    passages = [Passage.from_hit(hit) for hit in hits]
     if reranker is not None:
         started = time.perf_counter()
         passages = rerank(reranker, request.query, passages)
@@ -140,21 +139,24 @@ def _query_vector(
     return collection.embed_query(request.query, embedder).tolist()
 
 
-def _with_evidence(passages: list[Passage], share: float) -> list[Passage]:
-    ranked = with_source_evidence(passages, share, lambda p: p.source, lambda p: p.score)
-    for passage, score in ranked:
-        passage.score = score
-    return [passage for passage, _ in ranked]
+def _with_evidence(hits: list[Hit], share: float) -> list[Hit]:
+    """The hits ranked by their source's evidence (their payloads hold the source only)."""
+    ranked = with_source_evidence(
+        hits, share, lambda h: extract_source(h.payload), lambda h: h.score
+    )
+    for hit, score in ranked:
+        hit.score = score
+    return [hit for hit, _ in ranked]
 
 
-def _read_payloads(
-    collection: Collection, target: SearchTarget, passages: list[Passage]
-) -> list[Passage]:
-    """The passages read from their full payloads (a chunk deleted since the search is gone)."""
-    if not passages:
-        return passages
-    stored = collection.payloads(target, [p.id for p in passages])
-    return [p.read_from(stored[p.id]) for p in passages if p.id in stored]
+def _read_payloads(collection: Collection, target: SearchTarget, hits: list[Hit]) -> list[Hit]:
+    """The hits with their full payloads (a chunk deleted since the search is gone)."""
+    if not hits:
+        return hits
+    stored = collection.payloads(target, [hit.id for hit in hits])
+    for hit in hits:
+        hit.payload = stored.get(hit.id, {})
+    return [hit for hit in hits if hit.id in stored]
 
 
 def _primary(passage: Passage, mode: Mode) -> float:
