@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -51,3 +52,21 @@ def _write(
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def publish_folder(folder: Path, fill: Callable[[Path], dict]) -> None:
+    """Build a cache folder whole or not at all: `fill` fills a temporary folder beside `folder`
+    and returns its manifest, written last as manifest.json; the folder is then renamed into
+    place. If another process published it meanwhile, theirs is kept; a failure leaves nothing."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        manifest = fill(work)
+        (work / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+        try:
+            os.rename(work, folder)
+        except OSError:  # another process published it meanwhile
+            if not (folder / "manifest.json").exists():
+                raise
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

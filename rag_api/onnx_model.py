@@ -26,9 +26,7 @@ import hashlib
 import json
 import logging
 import os
-import shutil
 import sys
-import tempfile
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -38,6 +36,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from rag_api.atomic import publish_folder
 from rag_api.embedding import Embedder, load_sentence_transformer, local_model_path
 from rag_api.errors import ConfigError
 from rag_api.onnx_export import FP32_FILE, INT8_FILE, export_pipeline, quantize
@@ -167,23 +166,17 @@ def verify_build(build: OnnxBuild, source: Path) -> list[str]:
 
 
 def _export(folder: Path, name: str, source: Path) -> None:
-    """Export in a temporary folder beside the cache, verify, then rename into place."""
+    """Export, verify, then publish the folder whole (rag_api.atomic)."""
     print(f"exporting {name} to ONNX Runtime (once; cached in {folder})", file=sys.stderr)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".export-", dir=folder.parent))
-    try:
+
+    def export_into(work: Path) -> dict:
         manifest = _export_into(work, source)
         manifest["sources"] = {
             str(p.relative_to(source)): file_sha256(p) for p in source_files(source)
         }
-        (work / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
-        try:
-            os.rename(work, folder)
-        except OSError:  # another process exported it meanwhile
-            if not (folder / "manifest.json").exists():
-                raise
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        return manifest
+
+    publish_folder(folder, export_into)
 
 
 def _export_into(work: Path, source: Path) -> dict:
