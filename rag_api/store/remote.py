@@ -239,8 +239,10 @@ class RemoteStore(Store):
     ) -> tuple[list[Hit], list[tuple[str, float]], list[tuple[str, float]]]:
         assert spec.dense is not None and spec.sparse is not None
         flt, side, vector = _filter(spec.selector), spec.candidates, _with_vector(info.dense_name)
-        # the two sides in one batch, with payloads and vectors, fused here (rag_api.store.fusion:
-        # the server has no weighted DBSF) exactly as the embedded engine's are
+        # the two sides in one batch, with payloads, fused here (rag_api.store.fusion: the server
+        # has no weighted DBSF) exactly as the embedded engine's are; stored vectors only where
+        # needed: BM25's candidates (annotate() takes the cosine of a hit outside the dense ones
+        # from its vector) and, for MMR, the dense ones
         requests = [
             m.QueryRequest(
                 query=list(spec.dense),
@@ -249,7 +251,7 @@ class RemoteStore(Store):
                 limit=side,
                 params=_params(side),
                 with_payload=_payload(spec.fields),
-                with_vector=vector,
+                with_vector=vector if spec.with_dense else False,
             ),
             m.QueryRequest(
                 query=_sparse(spec.sparse),
