@@ -3,8 +3,9 @@
 Thresholds (documented rule):
 - `threshold` is a minimum cosine similarity between the query and a passage. In `dense` and
   `hybrid` mode every hit has a dense score: a hit that only BM25 found gets its exact cosine (the
-  engine's over that point, or from its stored vector), so it is kept or dropped on the same scale as the others, never merely for
-  lacking a dense rank. In `sparse` mode there is no cosine and the threshold does not apply.
+  engine's over that point, or from its stored vector), so it is kept or dropped on the same
+  scale as the others, never merely for lacking a dense rank. In `sparse` mode there is no
+  cosine and the threshold does not apply.
 - `relative_threshold` keeps hits whose primary score (cosine; BM25 score in `sparse` mode) is at
   least that fraction of the best hit's.
 

@@ -304,9 +304,9 @@ def annotate(
     """Fill each hit's dense/sparse score and 1-based rank from the per-side candidate lists.
 
     A hit outside the dense candidates still gets its exact dense score (the engine's, or computed
-    here from its stored vector), so the cosine threshold can judge every hit on the same scale. Equal fused scores (frequent
-    with RRF: ranks 1+5 tie with 5+1) are ordered by dense score, not by engine accident, so both
-    engines return the same order.
+    here from its stored vector), so the cosine threshold can judge every hit on the same scale.
+    Equal fused scores (frequent with RRF: ranks 1+5 tie with 5+1) are ordered by dense score, not
+    by engine accident, so both engines return the same order.
     """
     dense_at = {pid: (rank, score) for rank, (pid, score) in enumerate(dense or [], 1)}
     sparse_at = {pid: (rank, score) for rank, (pid, score) in enumerate(sparse or [], 1)}

@@ -58,9 +58,9 @@ def standout_weights(
         return (1.0, 1.0)
     if dense_spread:
         z_dense *= dense_spread_factor(dense)
-    if z_dense + z_sparse <= 0:
-        return (1.0, 1.0)
     total = z_dense + z_sparse
+    if total <= 0:
+        return (1.0, 1.0)
     return (2 * z_dense / total, 2 * z_sparse / total)
 
 
