@@ -29,6 +29,13 @@ from rag_api.store.types import (
 PAYLOAD_INDEXES = payload.INDEXED
 
 
+def engine_ids(ids: Sequence[str]) -> list[int | str]:
+    """Point ids as the engines take them. Qdrant's ids are unsigned integers or UUIDs and the hub
+    carries every id as a string: a foreign collection's points 1, 2, 3 come back as '1', '2', '3'
+    and are asked for again as integers (the hub's own ids are UUIDs)."""
+    return [int(pid) if pid.isdigit() else pid for pid in ids]
+
+
 def physical_name(name: str, version: int) -> str:
     """Physical collection behind a hub name: docs -> docs__v1."""
     return f"{name}__v{version}"

@@ -22,6 +22,7 @@ from rag_api.store.base import (
     PAYLOAD_INDEXES,
     Store,
     dense_of,
+    engine_ids,
     hit_from,
     id_scores,
     point_vectors,
@@ -174,7 +175,7 @@ class EdgeStore(Store):
 
     def _retrieve(self, physical: str, ids: Sequence[str], with_dense: bool) -> list[Record]:
         with_vector = [self.physical_info(physical).dense_name] if with_dense else False
-        records = _call(self._shard(physical).retrieve, list(ids), True, with_vector)
+        records = _call(self._shard(physical).retrieve, engine_ids(ids), True, with_vector)
         return [record_from(r, with_dense) for r in records]
 
     def _scroll(self, physical: str, page: PageSpec) -> tuple[list[Record], str | None]:

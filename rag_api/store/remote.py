@@ -16,6 +16,7 @@ from rag_api.redact import redact
 from rag_api.store.base import (
     PAYLOAD_INDEXES,
     Store,
+    engine_ids,
     hit_from,
     hnsw_ef,
     id_scores,
@@ -177,7 +178,7 @@ class RemoteStore(Store):
         records = self._call(
             self._client.retrieve,
             physical,
-            ids=list(ids),
+            ids=engine_ids(ids),
             with_payload=True,
             with_vectors=_with_vector(dense_name) if with_dense else False,
         )

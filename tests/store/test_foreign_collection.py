@@ -88,6 +88,10 @@ def test_collection_without_sparse_vectors_is_searched_dense_only(
     assert outcome.passages[0].source == "refunds.pdf"
     assert outcome.passages[0].text == TEXTS["refunds.pdf"]
     assert outcome.passages[0].dense_rank == 1 and outcome.passages[0].sparse_rank is None
+    # source evidence reads the kept passages again by id: the engine's integer ids, not '1'
+    evidence = collection.cfg.retrieval.model_copy(update={"source_evidence": 0.5})
+    weighed = search(collection, SearchRequest("refunds", mode=mode, settings=evidence)).passages
+    assert weighed and weighed[0].text == TEXTS["refunds.pdf"]
     diverse = search(collection, SearchRequest("refunds within 30 days", mode=mode, diversity=0.5))
     assert diverse.passages and all(p.vector is not None for p in diverse.passages)
 
