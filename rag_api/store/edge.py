@@ -40,6 +40,7 @@ from rag_api.store.diskspace import (
 from rag_api.store.edge_requests import (
     KIND,
     SCHEMA,
+    dense_params,
     dense_query,
     payload_selector,
     search_params,
@@ -116,7 +117,7 @@ class EdgeStore(Store):
 
     def create_physical(self, physical: str, dim: int, layout: Layout = Layout()) -> None:
         config = qe.EdgeConfig(
-            vectors={DENSE: qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine)},
+            vectors={DENSE: dense_params(dim)},
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
         )
         need = NEW_SHARD_BYTES + len(PAYLOAD_INDEXES) * INDEX_BYTES

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import qdrant_edge as qe
 
-from rag_api.store.base import hnsw_ef
+from rag_api.store.base import HNSW_EF_CONSTRUCT, HNSW_FULL_SCAN_KB, HNSW_M, hnsw_ef
 from rag_api.store.filters import FilterTypes, engine_filter
 from rag_api.store.types import CollectionInfo, Selector, SparseVec
 
@@ -63,6 +63,14 @@ def search_params(info: CollectionInfo, limit: int) -> qe.SearchParams:
     if info.points < EXACT_BELOW:
         return qe.SearchParams(exact=True)
     return qe.SearchParams(hnsw_ef=hnsw_ef(limit))
+
+
+def dense_params(dim: int) -> qe.EdgeVectorParams:
+    """A new collection's dense vector: cosine, with the hub's HNSW graph (rag_api.store.base)."""
+    graph = qe.HnswIndexConfig(
+        m=HNSW_M, ef_construct=HNSW_EF_CONSTRUCT, full_scan_threshold=HNSW_FULL_SCAN_KB
+    )
+    return qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine, hnsw_config=graph)
 
 
 def payload_selector(fields: Sequence[str] | None) -> Any:

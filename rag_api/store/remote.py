@@ -14,6 +14,9 @@ from qdrant_client import models as m
 from rag_api.errors import StoreUnavailable
 from rag_api.redact import redact
 from rag_api.store.base import (
+    HNSW_EF_CONSTRUCT,
+    HNSW_FULL_SCAN_KB,
+    HNSW_M,
     PAYLOAD_INDEXES,
     Store,
     engine_ids,
@@ -47,6 +50,11 @@ _SCHEMA = {
     "float": m.PayloadSchemaType.FLOAT,
     "bool": m.PayloadSchemaType.BOOL,
 }
+# a new collection's dense graph (rag_api.store.base), set on the dense vector as the embedded engine
+# does, so both report it there
+_GRAPH = m.HnswConfigDiff(
+    m=HNSW_M, ef_construct=HNSW_EF_CONSTRUCT, full_scan_threshold=HNSW_FULL_SCAN_KB
+)
 
 
 class RemoteStore(Store):
@@ -119,7 +127,9 @@ class RemoteStore(Store):
         self._call(
             self._client.create_collection,
             physical,
-            vectors_config={DENSE: m.VectorParams(size=dim, distance=m.Distance.COSINE)},
+            vectors_config={
+                DENSE: m.VectorParams(size=dim, distance=m.Distance.COSINE, hnsw_config=_GRAPH)
+            },
             sparse_vectors_config={SPARSE: m.SparseVectorParams(modifier=m.Modifier.IDF)},
             shard_number=layout.shard_number,
             replication_factor=layout.replication_factor,
