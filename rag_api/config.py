@@ -94,6 +94,9 @@ class RetrievalConfig(Strict):
     # the dense stand-out also scaled down when its cosines are bunched (dense_spread_factor);
     # equal: both count the same
     side_weights: Literal["standout_spread", "standout", "equal"] = "standout_spread"
+    # dbsf over complete scores: a candidate only one side listed gets the other side's real score
+    # (its cosine, its BM25 score) instead of 0 there (rag_api.store.fusion.complete_scores)
+    complete_scores: bool = True
     candidates: Annotated[int, Field(ge=1, le=1000)] = 100  # per side, for fusion
     # a source's evidence from its other chunks (rag_api.evidence): each passage ranks by its
     # score + this share of the 2 best scores of its source's other candidates; 0 = best chunk only

@@ -104,6 +104,7 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
         rrf_k=cfg.rrf_k,
         with_dense=diversity > 0,
         weighting=cfg.side_weights,
+        complete=cfg.complete_scores,
         fields=SOURCE_FIELDS if evidence > 0 else None,
     )
     if (plan := search_plan(spec, target.info)) is None:

@@ -123,6 +123,12 @@ def parse_args() -> argparse.Namespace:
         choices=["standout_spread", "standout", "equal"],
         default="standout_spread",
     )
+    parser.add_argument(
+        "--complete-scores",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="DBSF scores a candidate on the side that did not list it (retrieval.complete_scores)",
+    )
     parser.add_argument("--exact", action="store_true", help="exact dense search (no HNSW)")
     parser.add_argument("--depth", type=int, default=300, help="chunks retrieved for recall@100")
     parser.add_argument("--latency-queries", type=int, default=300, help="timed live searches")
@@ -148,6 +154,7 @@ def collection_entry(args: argparse.Namespace, dataset: Dataset, embedder: str) 
         "candidates": args.candidates,
         "source_evidence": args.source_evidence,
         "side_weights": args.side_weights,
+        "complete_scores": args.complete_scores,
     }
     return {
         "language": dataset.language,

@@ -49,7 +49,7 @@ from rag_api.store.edge_requests import (
     sparse_vector,
     str_id,
 )
-from rag_api.store.fusion import fuse
+from rag_api.store.fusion import Missing, Scored, fuse, one_sided
 from rag_api.store.salvage import engine_failure, rebuild_shard, unreadable
 from rag_api.store.types import (
     DENSE,
@@ -234,13 +234,18 @@ class EdgeStore(Store):
         )
         dense_pts, sparse_pts = _call(self._shard(physical).query_batch, batch)
         dense, sparse = id_scores(dense_pts), id_scores(sparse_pts)
-        top = fuse(dense, sparse, spec.fusion, spec.rrf_k, spec.weighting)[: spec.limit]
+        missing = None
+        if spec.completes:
+            missing = self._missing(physical, dense_q, sparse_q, dense, sparse)
+        top = fuse(dense, sparse, spec.fusion, spec.rrf_k, spec.weighting, missing)[: spec.limit]
         with_vector = [info.dense_name] if spec.with_dense else False  # for MMR
         wanted, payloads = [pid for pid, _ in top], payload_selector(spec.fields)
-        records = _call(self._shard(physical).retrieve, wanted, payloads, with_vector)
+        records = _call(self._shard(physical).retrieve, engine_ids(wanted), payloads, with_vector)
         found = {str(r.id): r for r in records}
         in_dense = {pid for pid, _ in dense}
-        cosines = self._cosines(physical, dense_q, [pid for pid in found if pid not in in_dense])
+        known = missing.cosines if missing is not None else {}
+        outside = [pid for pid in found if pid not in in_dense and pid not in known]
+        cosines = {**known, **self._cosines(physical, dense_q, outside)}
         hits = [  # a point deleted since the query is gone
             Hit(
                 pid,
@@ -253,6 +258,30 @@ class EdgeStore(Store):
             if pid in found
         ]
         return hits, dense, sparse
+
+    def _missing(
+        self, physical: str, dense_q: Any, sparse_q: Any, dense: Scored, sparse: Scored
+    ) -> Missing:
+        """Each side's score of the best candidates only the other side listed, in one batch: the
+        exact cosine of BM25-only ones, the BM25 score of dense-only ones (a sparse query over
+        those points alone, which does not return a point that shares no term: 0)."""
+        bm25_only, dense_only = one_sided(sparse, dense), one_sided(dense, sparse)
+        requests = [
+            qe.QueryRequest(
+                limit=len(ids),
+                query=query,
+                filter=selector_filter(Selector(ids=tuple(ids))),
+                params=qe.SearchParams(exact=True) if query is dense_q else None,
+            )
+            for query, ids in ((dense_q, bm25_only), (sparse_q, dense_only))
+            if ids
+        ]
+        if not requests:
+            return Missing()
+        answers = iter(_call(self._shard(physical).query_batch, qe.QueryBatchRequest(requests)))
+        cosines = dict(id_scores(next(answers))) if bm25_only else {}
+        bm25 = dict.fromkeys(dense_only, 0.0) | dict(id_scores(next(answers)) if dense_only else [])
+        return Missing(cosines, bm25)
 
     def _cosines(self, physical: str, query: Any, ids: list[str]) -> dict[str, float]:
         """The engine's cosine of the query with each of these points: an exact search over them

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import qdrant_edge as qe
 
-from rag_api.store.base import HNSW_EF_CONSTRUCT, HNSW_FULL_SCAN_KB, HNSW_M, hnsw_ef
+from rag_api.store.base import HNSW_EF_CONSTRUCT, HNSW_FULL_SCAN_KB, HNSW_M, engine_ids, hnsw_ef
 from rag_api.store.filters import FilterTypes, engine_filter
 from rag_api.store.types import CollectionInfo, Selector, SparseVec
 
@@ -40,7 +40,7 @@ FILTER_TYPES = FilterTypes(
     field=qe.FieldCondition,
     any=qe.MatchAny,
     prefix=qe.MatchPrefix,
-    ids=lambda ids: qe.HasIdCondition(set(ids)),
+    ids=lambda ids: qe.HasIdCondition(set(engine_ids(ids))),
     equals=_match,
     range=qe.RangeFloat,
     has_vector=qe.HasVectorCondition,

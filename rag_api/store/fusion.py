@@ -7,27 +7,62 @@ payloads of the returned hits only. Same formulas as Qdrant's (lib/segment/src/c
 score_fusion.rs and rrf): RRF sums 1/(k + rank) with 1-based ranks; DBSF maps each side's scores
 to 0..1 between mean -/+ 3 sample standard deviations and sums them; each side's part may be
 weighed by how far its best candidate stands out (`standout_weights`), the dense part also by how
-spread its cosines are (`dense_spread_factor`; both together are the default). A Qdrant
-server's side lists are fused here too (it has no weighted DBSF), so both engines fuse alike.
+spread its cosines are (`dense_spread_factor`; both together are the default). With the scores
+`Missing` gives (`complete_scores`), a candidate in one side's list only is scored on the other
+side too, instead of 0 for it. A Qdrant server's side lists are fused here too (it has no
+weighted DBSF), so both engines fuse alike.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 Scored = list[tuple[str, float]]
 
 
+@dataclass(frozen=True, slots=True)
+class Missing:
+    """Each side's real score of some candidates only the other side listed (`one_sided`): the
+    cosine of BM25-only ones, the BM25 score of dense-only ones (0 for one that shares no term
+    with the query). A candidate absent here has no part on that side, as without them."""
+
+    cosines: dict[str, float] = field(default_factory=dict)
+    bm25: dict[str, float] = field(default_factory=dict)
+
+
+# the one-sided candidates scored on the other side: the best this many of each side's list
+# (the lower ones seldom reach the top 10; 75 of SciFact's 100 are one-sided, each costs)
+COMPLETE_TOP = 20
+
+
+def one_sided(side: Scored, other: Scored, top: int | None = None) -> list[str]:
+    """The ids of `side`'s best `top` candidates (default COMPLETE_TOP) that `other` did not list."""
+    listed = {pid for pid, _ in other}
+    return [pid for pid, _ in side if pid not in listed][: COMPLETE_TOP if top is None else top]
+
+
 def fuse(
-    dense: Scored, sparse: Scored, method: str, rrf_k: int, weighting: str = "equal"
+    dense: Scored,
+    sparse: Scored,
+    method: str,
+    rrf_k: int,
+    weighting: str = "equal",
+    missing: Missing | None = None,
 ) -> Scored:
     """(id, fused score) of every candidate, best first; equal scores by dense score, then dense
     candidates before the others (the order the hub gives ties, whatever the engine). Each side's
     part (its RRF terms, or its DBSF-scaled scores) is multiplied by its weight: 1 and 1 with
     `equal`, `standout_weights` with `standout` and with `standout_spread` (which also scales the
-    dense stand-out by `dense_spread_factor`)."""
+    dense stand-out by `dense_spread_factor`). With DBSF and `missing`, a candidate one side did
+    not list is scaled on that side too, by that side's own list (`complete_scores`)."""
     sides = (dense, sparse)
-    parts = [_rrf(side, rrf_k) for side in sides] if method == "rrf" else [_dbsf(s) for s in sides]
+    if method == "rrf":
+        parts = [_rrf(side, rrf_k) for side in sides]
+    elif missing is None:
+        parts = [_dbsf(side) for side in sides]
+    else:
+        parts = complete_scores(dense, sparse, missing)
     weights = (
         (1.0, 1.0)
         if weighting == "equal"
@@ -37,7 +72,7 @@ def fuse(
     for part, weight in zip(parts, weights, strict=True):
         for pid, score in part:
             fused[pid] = fused.get(pid, 0.0) + weight * score
-    cosine = dict(dense)
+    cosine = dict(dense) if missing is None else {**dict(dense), **missing.cosines}
     return sorted(fused.items(), key=lambda item: (-item[1], -cosine.get(item[0], -2.0)))
 
 
@@ -96,14 +131,36 @@ def _standout(side: Scored) -> float | None:
     return min(max(gap / sd, 0.0), STANDOUT_CAP)
 
 
+def complete_scores(dense: Scored, sparse: Scored, missing: Missing) -> list[Scored]:
+    """Each side's DBSF-scaled scores of its own candidates and of the other side's that
+    `missing` scores (Bruch et al., "An Analysis of Fusion Functions for Hybrid Retrieval": fuse
+    scores, not lists).
+
+    Without it a candidate that only one side listed gets 0 from the other, as if the other side
+    had scored it at its mean - 3 sd; with it, it gets its real score, scaled by the mean and sd
+    of that side's own list, and floored at that 0: a candidate scored there is never below one
+    left unscored (below COMPLETE_TOP of its list), which keeps no part on that side. Measured in
+    docs/retrieval.md."""
+    # the listed candidates first, as without: equal fused scores keep that order
+    dense_scores = {**dict(dense), **missing.cosines}
+    sparse_scores = {**dict(sparse), **missing.bm25}
+    return [
+        [(pid, max(score, 0.0)) for pid, score in _dbsf(list(scores.items()), listed)]
+        for scores, listed in ((dense_scores, dense), (sparse_scores, sparse))
+    ]
+
+
 def _rrf(side: Scored, k: int) -> Scored:
     return [(pid, 1.0 / (k + rank)) for rank, (pid, _) in enumerate(side, 1)]
 
 
-def _dbsf(side: Scored) -> Scored:
-    if len(side) < 2:
+def _dbsf(side: Scored, listed: Scored | None = None) -> Scored:
+    """`side`'s scores scaled by the mean and sd of `listed` (the side's own candidates; default:
+    `side` itself)."""
+    listed = side if listed is None else listed
+    if len(listed) < 2:
         return [(pid, 0.5) for pid, _ in side]
-    mean, sd = _mean_sd([score for _, score in side])
+    mean, sd = _mean_sd([score for _, score in listed])
     low, high = mean - 3 * sd, mean + 3 * sd
     if high == low:
         return [(pid, 0.5) for pid, _ in side]

@@ -19,6 +19,8 @@ from rag_api.store.base import (
     HNSW_M,
     PAYLOAD_INDEXES,
     Store,
+    cosine,
+    dense_of,
     engine_ids,
     hit_from,
     hnsw_ef,
@@ -27,7 +29,7 @@ from rag_api.store.base import (
     record_from,
 )
 from rag_api.store.filters import FilterTypes, engine_filter
-from rag_api.store.fusion import fuse
+from rag_api.store.fusion import Missing, Scored, fuse, one_sided
 from rag_api.store.types import (
     DENSE,
     SPARSE,
@@ -278,11 +280,47 @@ class RemoteStore(Store):
         )
         dense, sparse = id_scores(dense_pts.points), id_scores(sparse_pts.points)
         points = {str(p.id): p for p in [*sparse_pts.points, *dense_pts.points]}
-        top = fuse(dense, sparse, spec.fusion, spec.rrf_k, spec.weighting)[: spec.limit]
+        missing = self._missing(physical, spec, info, points, dense, sparse)
+        top = fuse(dense, sparse, spec.fusion, spec.rrf_k, spec.weighting, missing)[: spec.limit]
         hits = [hit_from(points[pid], True) for pid, _ in top]
         for hit, (_, score) in zip(hits, top, strict=True):
             hit.score = score
         return hits, dense, sparse
+
+    def _missing(
+        self,
+        physical: str,
+        spec: SearchSpec,
+        info: CollectionInfo,
+        points: dict[str, Any],
+        dense: Scored,
+        sparse: Scored,
+    ) -> Missing | None:
+        """For complete-score fusion, each side's score of the best candidates only the other
+        side listed: the cosine of BM25-only ones from the vectors they came with, the BM25 score
+        of dense-only ones from a sparse query over those points alone (which does not return a
+        point that shares no term with the query: 0)."""
+        if not spec.completes:
+            return None
+        assert spec.dense is not None and spec.sparse is not None
+        cosines = {
+            pid: cosine(spec.dense, vector)
+            for pid in one_sided(sparse, dense)
+            if (vector := dense_of(points[pid].vector)) is not None
+        }
+        dense_only = one_sided(dense, sparse)
+        if not dense_only:
+            return Missing(cosines)
+        response = self._call(
+            self._client.query_points,
+            physical,
+            query=_sparse(spec.sparse),
+            using=info.sparse_name,
+            query_filter=_filter(Selector(ids=tuple(dense_only))),
+            limit=len(dense_only),
+            with_payload=False,
+        )
+        return Missing(cosines, dict.fromkeys(dense_only, 0.0) | dict(id_scores(response.points)))
 
     def close(self) -> None:
         self._call(self._client.close)
@@ -310,7 +348,7 @@ FILTER_TYPES = FilterTypes(
     field=m.FieldCondition,
     any=lambda values: m.MatchAny(any=values),
     prefix=lambda prefix: m.MatchPrefix(prefix=prefix),
-    ids=lambda ids: m.HasIdCondition(has_id=ids),
+    ids=lambda ids: m.HasIdCondition(has_id=engine_ids(ids)),
     equals=lambda value: m.MatchValue(value=value),
     range=m.Range,
     has_vector=lambda name: m.HasVectorCondition(has_vector=name),

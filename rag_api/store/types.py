@@ -141,6 +141,15 @@ class SearchSpec:
     # only these payload fields of each hit (None: all): a search that only ranks its hits, such
     # as source evidence over every candidate, reads the rest of the few it keeps afterwards
     fields: Sequence[str] | None = None
+    # DBSF over complete scores: a candidate one side did not list gets that side's real score
+    # (store.fusion.complete_scores) instead of none
+    complete: bool = False
+
+    @property
+    def completes(self) -> bool:
+        """Whether the hybrid fusion scores each candidate on both sides (DBSF only: RRF fuses
+        ranks, and a candidate outside a side's list has none)."""
+        return self.complete and self.fusion == "dbsf"
 
 
 @dataclass(frozen=True, slots=True)
