@@ -87,6 +87,9 @@ def create_app(
         version="0.1.0",
         lifespan=lifespan,
         responses=ERRORS,
+        # the hub's metrics are Prometheus (rag_api.metrics); FastAPI's own OpenTelemetry hooks
+        # would look up three providers on every request (~15 us) to find none configured
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.settings = settings
     app.state.hub = None

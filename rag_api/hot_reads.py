@@ -11,18 +11,25 @@ metrics. Anything else — a query string, a body the model refuses, a missing k
 opening, a streamed or generated answer — goes on to FastAPI untouched (the body replayed), so
 every error keeps the shape and message it had. A domain error raised by the work itself (an
 unknown collection) is rendered by the handler FastAPI would have used.
+
+The work goes to a thread pool of this layer's own (`asyncio`'s executor hop, the request's context
+copied along) rather than Starlette's run_in_threadpool: anyio's hop adds its capacity limiter,
+cancel scope and checkpoints (a bare uvicorn app answering over loopback on this 2-core machine:
+0.72 ms with anyio's hop, 0.64 ms with this one). The body is parsed once: JsonBodies hands on
+the document it checked.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
+import contextvars
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
-from starlette.concurrency import run_in_threadpool
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -30,7 +37,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from rag_api.api_errors import rag_error_response
 from rag_api.auth import is_reader
 from rag_api.errors import RagError
-from rag_api.json_body import read_body, replay
+from rag_api.json_body import NOT_JSON, parsed_body, read_body, replay
+
+# as many reads at once as Starlette's own thread pool allows (anyio's default limiter)
+WORKERS = 40
 
 
 @dataclass(frozen=True)
@@ -55,6 +65,7 @@ class HotReads:
             (read.template.split("{")[0], read) for read in reads if "{" in read.template
         ]
         self.routes: dict[str, BaseRoute] = {}  # template -> the app's route, found once
+        self.workers = ThreadPoolExecutor(WORKERS, thread_name_prefix="rag-read")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         found = self._match(scope)
@@ -97,15 +108,21 @@ class HotReads:
         hub = getattr(request.app.state, "hub", None)
         if hub is None or not is_reader(request):
             return None
+        document = parsed_body(scope, body)
+        if document is NOT_JSON:
+            return None
         try:
-            parsed = read.body.model_validate(json.loads(body))
-        except (ValueError, ValidationError):  # not JSON, or a body the route refuses with a 422
+            parsed = read.body.model_validate(document)
+        except ValidationError:  # a body the route refuses with a 422
             return None
         if not read.takes(parsed):
             return None
         scope["route"] = self._route(request, read.template)
+        run = contextvars.copy_context().run  # the request's id and collection, as the route sees
         try:
-            return await run_in_threadpool(read.work, hub, parsed, param)
+            return await asyncio.get_running_loop().run_in_executor(
+                self.workers, run, read.work, hub, parsed, param
+            )
         except RagError as exc:
             return rag_error_response(request, exc)
 

@@ -4,6 +4,7 @@ and a body that Python's parser accepts but nothing downstream can hold is refus
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -12,6 +13,9 @@ from rag_api.metadata import MAX_DEPTH, value_problem
 
 # What a client sends when it did not say: curl -d, a bare HTML form post, or no header at all.
 UNLABELLED = {b"", b"application/x-www-form-urlencoded", b"text/plain"}
+# where the checked document travels on in the scope, so no layer after this one parses it again
+PARSED = "rag_api.json_body"
+NOT_JSON = object()  # a body that is not JSON (the route's own parser reports it)
 
 
 class JsonBodies:
@@ -38,27 +42,39 @@ class JsonBodies:
             headers.append((b"content-type", b"application/json"))
             scope = {**scope, "headers": headers}
         body = await read_body(receive)
-        problem = body_problem(body)
+        document, problem = checked(body)
         if problem is not None:
             field, message = problem
             response = render_error(scope, 422, "INVALID_REQUEST", message, param=field)
             await response(scope, receive, send)
             return
+        scope[PARSED] = (body, document)  # the same scope: a route set in it must reach the log
         await self.app(scope, replay(body, receive), send)
 
 
-def body_problem(body: bytes) -> tuple[str, str] | None:
-    """(field, message) for a JSON body no route can hold; None when it is fine or not JSON at all
-    (the route's own parser reports invalid JSON)."""
+def checked(body: bytes) -> tuple[Any, tuple[str, str] | None]:
+    """The parsed body (NOT_JSON when it is not JSON at all: the route's own parser reports it),
+    and (field, message) when it is JSON that no route can hold."""
     if not body.strip():
-        return None
+        return NOT_JSON, None
     try:
         document = json.loads(body)
     except RecursionError:
-        return "body", f"body: nested more than {MAX_DEPTH} levels deep"
+        return NOT_JSON, ("body", f"body: nested more than {MAX_DEPTH} levels deep")
     except ValueError:
-        return None
-    return value_problem(document)
+        return NOT_JSON, None
+    return document, value_problem(document)
+
+
+def parsed_body(scope: Scope, body: bytes) -> Any:
+    """`body` parsed: the document JsonBodies checked when it is this body, else parsed here."""
+    seen = scope.get(PARSED)
+    if seen is not None and seen[0] == body:
+        return seen[1]
+    try:
+        return json.loads(body)
+    except ValueError:
+        return NOT_JSON
 
 
 async def read_body(receive: Receive) -> bytes:

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -17,20 +17,33 @@ REPO = Path(__file__).resolve().parents[2]
 
 @contextmanager
 def hub_server(
-    config: Path, data_dir: Path, port: int, env: Mapping[str, str] | None = None
+    config: Path,
+    data_dir: Path,
+    port: int,
+    env: Mapping[str, str] | None = None,
+    tree: Path = REPO,
 ) -> Iterator[str]:
-    """Starts the server with `env` added, waits until /ready answers 200, yields its base URL,
-    and stops it on the way out."""
+    """Starts the server of the source tree `tree` (this checkout unless another is given) with
+    `env` added, waits until /ready answers 200, yields its base URL, and stops it on the way out."""
+    settings = {
+        **(env or {}),
+        "RAG_CONFIG": str(config),
+        "RAG_DATA_DIR": str(data_dir),
+        "RAG_LOG_LEVEL": "warning",
+    }
+    command = [sys.executable, "-m", "rag_api", "serve", "--port", str(port)]
+    with child_server(command, port, settings, tree) as url:
+        yield url
+
+
+@contextmanager
+def child_server(
+    command: Sequence[str], port: int, env: Mapping[str, str] | None = None, tree: Path = REPO
+) -> Iterator[str]:
+    """Runs `command` (a server on `port`) with `tree` as its source, until /ready answers 200."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "rag_api", "serve", "--port", str(port)],
-        env={
-            **os.environ,
-            **(env or {}),
-            "PYTHONPATH": str(REPO),
-            "RAG_CONFIG": str(config),
-            "RAG_DATA_DIR": str(data_dir),
-            "RAG_LOG_LEVEL": "warning",
-        },
+        list(command),
+        env={**os.environ, **(env or {}), "PYTHONPATH": str(tree)},
         stdout=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
@@ -43,7 +56,7 @@ def hub_server(
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline or process.poll() is not None:
-                raise RuntimeError("the hub server did not become ready")
+                raise RuntimeError(f"the server {command[-4:]} did not become ready")
             time.sleep(0.2)
         yield url
     finally:

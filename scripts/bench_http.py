@@ -1,0 +1,199 @@
+"""The hub's HTTP/JSON share of a read, against its floor and (optionally) another checkout, same run.
+
+HTTP/JSON = what the caller waits for beyond the route's own work: the round trip minus the
+answer's `timings_ms.total` (target <= 1 ms for a top_k 10 answer). Measured, query by query in
+turns so every server sees the same machine, over loopback with the standard library's client on a
+kept-alive connection:
+  hub       : `rag-hub serve` of this checkout: POST /query/bench (generate=false, top_k 10),
+              /v1/rag/context and /v1/rag/search (top_k 10) on a collection of SciFact chunks;
+  baseline  : the same server of another checkout (--baseline-tree, e.g. a `git worktree` of main)
+              on a copy of the same store: the before/after of a change in one run;
+  floor     : a bare uvicorn app (scripts/evallib/bare_server.py: same server, loop and parser, no
+              framework) answering the same number of bytes after one hop to a worker thread, with
+              no work there, and with as long as a search of CPU work there (the event loop idles
+              meanwhile, as the hub's does; that alone raises the floor on this machine).
+Every request asks a question no server was asked before (the hub keeps recent query vectors: a
+repeated question would skip its embedding). /v1/rag/search answers carry no timings: its round
+trip is compared as is. Run it at normal priority on a machine otherwise quiet, and say the load.
+
+    python scripts/bench_http.py --queries 200 --baseline-tree /tmp/main-checkout
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from http.client import HTTPConnection
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import yaml
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from rag_api.config import load_config  # noqa: E402
+from rag_api.hub import Hub  # noqa: E402
+from rag_api.settings import Settings  # noqa: E402
+from scripts.bench_query import MODEL, TOP_K, build  # noqa: E402
+from scripts.evallib import default_data_dir, distinct_questions, latency_summary  # noqa: E402
+from scripts.evallib.server import child_server, hub_server  # noqa: E402
+
+ROUTES = {  # name: (path, body for a question)
+    "query": ("/query/bench", lambda q: {"query": q, "generate": False, "top_k": TOP_K}),
+    "context": ("/v1/rag/context", lambda q: {"query": q, "top_k": TOP_K, "collection": "bench"}),
+    "search": ("/v1/rag/search", lambda q: {"query": q, "top_k": TOP_K, "collection": "bench"}),
+}
+WARM_UP = 10  # requests per route and server, not measured
+
+
+def post(client: HTTPConnection, path: str, body: dict) -> tuple[float, float, int]:
+    """(round trip s, the route's own total s, answer bytes) of one request."""
+    raw = json.dumps(body)
+    started = time.perf_counter()
+    client.request("POST", path, raw, {"Content-Type": "application/json"})
+    response = client.getresponse()
+    answer = response.read()
+    elapsed = time.perf_counter() - started
+    if response.status != 200:
+        raise RuntimeError(f"POST {path} answered {response.status}: {answer[:200]!r}")
+    total = json.loads(answer).get("timings_ms", {}).get("total", 0.0) / 1000
+    return elapsed, total, len(answer)
+
+
+def settings_for(root: Path) -> Settings:
+    root.mkdir(parents=True, exist_ok=True)
+    config = root / "collections.yaml"
+    entry = {
+        "embedder": {**MODEL, "runtime": "onnx"},
+        "retrieval": {"top_k": TOP_K, "threshold": -1},
+    }
+    config.write_text(
+        yaml.safe_dump({"default_collection": "bench", "collections": {"bench": entry}})
+    )
+    # the ONNX export is kept beside the other bench caches: built once, not every run
+    cache = Path(os.environ.get("RAG_MODEL_CACHE", REPO / ".bench" / "models"))
+    return Settings(config=config, data_dir=root / "data", model_cache=cache)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--chunks", type=int, default=1_000)
+    parser.add_argument("--queries", type=int, default=200, help="measured requests per route")
+    parser.add_argument("--port", type=int, default=8770)
+    parser.add_argument("--data-dir", type=Path, default=default_data_dir())
+    parser.add_argument("--baseline-tree", type=Path, help="another checkout to compare with")
+    args = parser.parse_args()
+
+    questions = distinct_questions(args.data_dir)
+    per_route = WARM_UP + args.queries
+    if per_route * len(ROUTES) > len(questions):
+        raise SystemExit(f"--queries at most {len(questions) // len(ROUTES) - WARM_UP}")
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = settings_for(Path(tmp) / "hub")
+        hub = Hub.open(settings, load_config(settings.config))
+        build(hub, args.chunks, args.data_dir)
+        hub.close()
+        env = {"RAG_MODEL_CACHE": str(settings.model_cache)}
+        with ExitStack() as stack:
+            urls = {
+                "hub": stack.enter_context(
+                    hub_server(settings.config, settings.data_dir, args.port, env)
+                )
+            }
+            if args.baseline_tree:
+                copy = Path(tmp) / "baseline"
+                shutil.copytree(Path(tmp) / "hub", copy)
+                base = settings_for(copy)
+                urls["baseline"] = stack.enter_context(
+                    hub_server(
+                        base.config,
+                        base.data_dir,
+                        args.port + 1,
+                        env,
+                        tree=args.baseline_tree.resolve(),
+                    )
+                )
+            sizes = {}
+            clients = {
+                name: HTTPConnection(urlsplit(url).netloc, timeout=60) for name, url in urls.items()
+            }
+            probe = next(iter(clients.values()))
+            for route, (path, body) in ROUTES.items():
+                sizes[route] = post(probe, path, body("sizing the answers"))[2]
+            # floors sized like the query answer, with no work and with a search's worth of work
+            work_ms = 5.0
+            for n, (name, work) in enumerate((("floor", 0.0), ("floor+work", work_ms))):
+                command = [
+                    sys.executable,
+                    "-m",
+                    "scripts.evallib.bare_server",
+                    str(args.port + 2 + n),
+                    str(sizes["query"]),
+                    str(work),
+                ]
+                url = stack.enter_context(child_server(command, args.port + 2 + n))
+                clients[name] = HTTPConnection(urlsplit(url).netloc, timeout=60)
+            times = measure(clients, questions, per_route)
+    report(times, sizes, args)
+
+
+def measure(clients: dict[str, HTTPConnection], questions: list[str], per_route: int):
+    """{(server, route): [(round trip, HTTP/JSON)]}, requests in turns across the servers."""
+    times: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for r, (route, (path, body)) in enumerate(ROUTES.items()):
+        mine = questions[r * per_route : (r + 1) * per_route]
+        for n, question in enumerate(mine):
+            for name, client in clients.items():
+                if name.startswith("floor") and route != "query":
+                    continue  # one floor: sized like the query answer
+                elapsed, total, _ = post(client, path, body(question))
+                if n >= WARM_UP:
+                    times.setdefault((name, route), []).append((elapsed, elapsed - total))
+    return times
+
+
+def report(times, sizes, args) -> None:
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(
+        f"{args.chunks} chunks, top_k {TOP_K}, {args.queries} new questions per route and server, "
+        f"in turns; answers {sizes['query']} / {sizes['context']} / {sizes['search']} bytes "
+        "(query / context / search)"
+    )
+    print(f"{os.cpu_count()} cores; load average at the end (1, 5, 15 min): {load}")
+    print(f"  {'server':<11}{'route':<9}{'HTTP/JSON p50':>14}{'p95':>8}{'round trip p50':>16}")
+    p50 = {}
+    for (name, route), samples in times.items():
+        share = latency_summary([s[1] for s in samples])
+        trip = latency_summary([s[0] for s in samples])
+        p50[name, route] = (share["p50_ms"], trip["p50_ms"])
+        print(
+            f"  {name:<11}{route:<9}{share['p50_ms']:>11.2f} ms{share['p95_ms']:>8.2f}"
+            f"{trip['p50_ms']:>13.2f} ms"
+        )
+    for route in ROUTES:
+        if ("baseline", route) in p50:
+            (hub, hub_trip), (base, base_trip) = p50["hub", route], p50["baseline", route]
+            which = "round trip" if route == "search" else "HTTP/JSON"
+            now, before = (hub_trip, base_trip) if route == "search" else (hub, base)
+            print(
+                f"  {route}: {which} hub/baseline {now / before:.2f} ({before:.2f} -> {now:.2f} ms)"
+            )
+    if ("floor+work", "query") in p50:
+        floor = p50["floor+work", "query"][0]
+        print(
+            f"  query: HTTP/JSON above the floor with work: {p50['hub', 'query'][0] - floor:.2f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()
