@@ -12,7 +12,9 @@ from rag_api.api_errors import render_error
 
 
 class BodyLimit:
-    """Refuses bodies over `max_bytes`: by Content-Length up front, else while they stream in."""
+    """Refuses bodies over `max_bytes`: by Content-Length up front, else while they stream in
+    (a request whose Content-Length is within the limit passes untouched: no wrapper on its
+    receive and send, which every read would otherwise pay for)."""
 
     def __init__(
         self, app: ASGIApp, max_bytes: int, wider: Mapping[re.Pattern[str], int] | None = None
@@ -26,10 +28,16 @@ class BodyLimit:
             await self.app(scope, receive, send)
             return
         limit = self._limit(scope["path"])
-        declared = dict(scope.get("headers") or []).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > limit:
-            await self._refuse(scope, receive, send, limit)
-            return
+        headers = dict(scope.get("headers") or [])
+        declared = headers.get(b"content-length")
+        if declared is not None and declared.isdigit():
+            if int(declared) > limit:
+                await self._refuse(scope, receive, send, limit)
+                return
+            if b"transfer-encoding" not in headers:
+                # the server reads exactly Content-Length bytes: nothing more can stream in
+                await self.app(scope, receive, send)
+                return
         received = 0
         started = False
 
