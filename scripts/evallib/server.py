@@ -27,8 +27,8 @@ def hub_server(
     `env` added, waits until /ready answers 200, yields its base URL, and stops it on the way out."""
     settings = {
         **(env or {}),
-        "RAG_CONFIG": str(config),
-        "RAG_DATA_DIR": str(data_dir),
+        "RAG_CONFIG": str(config.resolve()),
+        "RAG_DATA_DIR": str(data_dir.resolve()),
         "RAG_LOG_LEVEL": "warning",
     }
     command = [sys.executable, "-m", "rag_api", "serve", "--port", str(port)]
@@ -44,6 +44,7 @@ def child_server(
     process = subprocess.Popen(
         list(command),
         env={**os.environ, **(env or {}), "PYTHONPATH": str(tree)},
+        cwd=tree,  # `python -m` imports from the working directory first: the tree's own code
         stdout=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
