@@ -295,6 +295,8 @@ class Collection:
             info = self.info()
             if info is None:
                 return 0
+            if retire:
+                self.sequence.prime(info.physical)  # the first write's scan, readers not held
             with self._points_lock.write():
                 if retire:
                     records = self.store.iter_records(info.physical, selector, fields=[payload.SEQ])
@@ -373,6 +375,8 @@ class Batch:
         its chunk number (`seqs`, else the one its id already has, else a fresh one)."""
         coll, physical = self.collection, self._physical
         now = datetime.now(UTC).isoformat(timespec="seconds")
+        if not seqs:
+            coll.sequence.prime(physical)  # the first write's scan, outside the readers' way
         with coll._points_lock.write():
             # read the scope now, under the lock: a concurrent writer may have added points
             records = coll.store.iter_records(physical, scope, fields=[payload.SEQ, payload.GEN])

@@ -36,6 +36,13 @@ class ChunkSequence:
             self._next = (physical, start + count)
         return list(range(start, start + count))
 
+    def prime(self, physical: str) -> None:
+        """Read the largest stored number now, if not read yet: a writer calls this before it
+        takes the points lock, where every search would wait for the scan (0.2-0.7 s at 10k
+        chunks on the 2-core development machine)."""
+        with self._lock:
+            self._start(physical)
+
     def retire(self, physical: str, numbers: list[int]) -> None:
         """Never hand out these numbers again in this process (points about to be deleted)."""
         if numbers:
