@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -200,17 +200,27 @@ class Collection:
 
     # --- reads -----------------------------------------------------------------------------------
 
-    def search(self, target: SearchTarget, spec: SearchSpec) -> list[Hit]:
-        """Hits of one search in the collection `searchable` returned."""
+    def search(
+        self,
+        target: SearchTarget,
+        spec: SearchSpec,
+        keep: Callable[[list[Hit]], list[Hit]] | None = None,
+    ) -> list[Hit]:
+        """Hits of one search in the collection `searchable` returned. With `keep` (a search that
+        read only some payload fields to rank its hits), the hits `keep` chooses come back with
+        their full payloads, read in the same state as the search: a write between two reads could
+        leave a kept chunk deleted, or moved to another source, and its document missing."""
+        physical = target.info.physical
         with self._points_lock.read():
-            return self.store.search(target.info.physical, spec, target.info)
-
-    def payloads(self, target: SearchTarget, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """Full payloads (by id) of hits a search of `target` returned; a point deleted since is
-        missing."""
-        with self._points_lock.read():
-            records = self.store.retrieve(target.info.physical, ids)
-        return {record.id: record.payload for record in records}
+            hits = self.store.search(physical, spec, target.info)
+            if keep is None:
+                return hits
+            kept = keep(hits)
+            records = self.store.retrieve(physical, [hit.id for hit in kept])
+        stored = {record.id: record.payload for record in records}
+        for hit in kept:
+            hit.payload = stored.get(hit.id, {})
+        return [hit for hit in kept if hit.id in stored]
 
     def count(self, selector: Selector = EVERYTHING) -> int:
         """How many points the selector selects (0 before the first write)."""

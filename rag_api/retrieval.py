@@ -10,9 +10,10 @@ Thresholds (documented rule):
   least that fraction of the best hit's.
 
 Order of work: filters inside Qdrant -> fused candidates -> absolute threshold -> source evidence
-(rag_api.evidence: a passage's score gains a share of its source's other candidates'; all the
-fused candidates are read with their source only, then the full payloads of the best `pool` -
-top_k, or the rerank or MMR pool, as without evidence) -> optional cross-encoder rerank
+(rag_api.evidence: among the best `evidence_candidates` fused candidates, read with their source
+only, a passage's score gains a share of its source's other candidates'; a larger pool takes the
+rest after them in fused order; then the full payloads of the best `pool` - top_k, or the rerank
+or MMR pool, as without evidence) -> optional cross-encoder rerank
 (rag_api.rerank) -> optional MMR (rag_api.diversity) -> relative threshold -> top_k. Each passage
 keeps its fused `score` and each side's score and rank; a reranked one also carries
 `rerank_score`, which then decides the order.
@@ -25,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rag_api.collection import Collection, SearchTarget
+from rag_api.collection import Collection
 from rag_api.config import EmbedderConfig, Mode, RetrievalConfig
 from rag_api.diversity import candidate_pool, diversify
 from rag_api.evidence import with_source_evidence
@@ -92,8 +93,8 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
     pool = max(top_k, reranker.candidates if reranker else 0)
     if diversity > 0:
         pool = max(pool, candidate_pool(top_k, cfg.candidates))
-    # a source's other chunks are found among all the fused candidates, read by their source only
-    ranked = max(pool, cfg.candidates) if evidence > 0 else pool
+    # a source's other chunks are found among the best fused candidates, read by their source only
+    ranked = max(pool, cfg.evidence_candidates) if evidence > 0 else pool
     spec = SearchSpec(
         limit=ranked,
         dense=dense,
@@ -111,14 +112,16 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
         return SearchOutcome([], mode, timings)  # nothing but stop words
     mode = plan
     started = time.perf_counter()
-    hits = collection.search(target, spec)
+    if evidence > 0:  # ranked by their sources, then read whole in the state the search saw
+
+        def keep(hits: list[Hit]) -> list[Hit]:
+            above = _above(hits, mode, threshold)
+            return _with_evidence(above, evidence, cfg.evidence_candidates)[:pool]
+
+        hits = collection.search(target, spec, keep)
+    else:
+        hits = _above(collection.search(target, spec), mode, threshold)
     timings["search"] = _ms(started)
-    if mode != "sparse":
-        hits = [h for h in hits if h.dense_score is not None and h.dense_score >= threshold]
-    if evidence > 0:
-        started = time.perf_counter()
-        hits = _read_payloads(collection, target, _with_evidence(hits, evidence)[:pool])
-        timings["search"] += _ms(started)
     passages = [Passage.from_hit(hit) for hit in hits]
     if reranker is not None:
         started = time.perf_counter()
@@ -141,24 +144,22 @@ def _query_vector(
     return collection.embed_query(request.query, embedder).tolist()
 
 
-def _with_evidence(hits: list[Hit], share: float) -> list[Hit]:
-    """The hits ranked by their source's evidence (their payloads hold the source only)."""
+def _with_evidence(hits: list[Hit], share: float, best: int) -> list[Hit]:
+    """The `best` first hits ranked by their source's evidence (their payloads hold the source
+    only), the others after them in fused order: a passage's place does not depend on top_k."""
     ranked = with_source_evidence(
-        hits, share, lambda h: extract_source(h.payload), lambda h: h.score
+        hits[:best], share, lambda h: extract_source(h.payload), lambda h: h.score
     )
     for hit, score in ranked:
         hit.score = score
-    return [hit for hit, _ in ranked]
+    return [hit for hit, _ in ranked] + hits[best:]
 
 
-def _read_payloads(collection: Collection, target: SearchTarget, hits: list[Hit]) -> list[Hit]:
-    """The hits with their full payloads (a chunk deleted since the search is gone)."""
-    if not hits:
+def _above(hits: list[Hit], mode: Mode, threshold: float) -> list[Hit]:
+    """The hits whose cosine reaches the threshold (all of them in sparse mode: no cosine)."""
+    if mode == "sparse":
         return hits
-    stored = collection.payloads(target, [hit.id for hit in hits])
-    for hit in hits:
-        hit.payload = stored.get(hit.id, {})
-    return [hit for hit in hits if hit.id in stored]
+    return [h for h in hits if h.dense_score is not None and h.dense_score >= threshold]
 
 
 def _primary(passage: Passage, mode: Mode) -> float:

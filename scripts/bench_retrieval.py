@@ -40,7 +40,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from rag_api.chunking import SPARSE_VERSION, Chunk, split_text  # noqa: E402
 from rag_api.collection import Collection  # noqa: E402
-from rag_api.config import parse_config  # noqa: E402
+from rag_api.config import RetrievalConfig, parse_config  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
 from rag_api.ingest import DocumentWrite, write_documents  # noqa: E402
 from rag_api.retrieval import SearchOutcome, SearchRequest, search  # noqa: E402
@@ -117,7 +117,16 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rrf-k", type=int, default=60)
     parser.add_argument("--fusion", choices=["rrf", "dbsf"], default="dbsf")
     parser.add_argument("--candidates", type=int, default=100, help="per-side prefetch")
-    parser.add_argument("--source-evidence", type=float, default=0.0, help="rag_api.evidence share")
+    defaults = RetrievalConfig()
+    parser.add_argument(
+        "--source-evidence", type=float, default=defaults.source_evidence, help="rag_api.evidence"
+    )
+    parser.add_argument(
+        "--evidence-candidates",
+        type=int,
+        default=defaults.evidence_candidates,
+        help="fused candidates source evidence ranks",
+    )
     parser.add_argument(
         "--side-weights",
         choices=["standout_spread", "standout", "equal"],
@@ -153,6 +162,7 @@ def collection_entry(args: argparse.Namespace, dataset: Dataset, embedder: str) 
         "rrf_k": args.rrf_k,
         "candidates": args.candidates,
         "source_evidence": args.source_evidence,
+        "evidence_candidates": args.evidence_candidates,
         "side_weights": args.side_weights,
         "complete_scores": args.complete_scores,
     }
@@ -220,7 +230,9 @@ def build_index(
         print(f"  indexed {done}/{len(writes)} docs in {elapsed:.0f} s", file=sys.stderr)
     info = collection.info(refresh=True)
     assert info is not None
-    collection.store.optimize(info.physical)
+    started = time.perf_counter()
+    collection.store.optimize(info.physical)  # builds the HNSW graph (rag_api.store.base)
+    print(f"  optimized in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     marker_path.write_text(json.dumps(wanted))
     return wanted
 

@@ -1,5 +1,5 @@
-"""Source evidence through retrieval.search on both engines: the candidates are ranked by the
-rule of rag_api.evidence over every fused candidate (read with their source only), and the
+"""Source evidence through retrieval.search on both engines: the best `evidence_candidates` fused
+candidates are ranked by the rule of rag_api.evidence (read with their source only), and the
 passages returned carry their full payloads, the same on the embedded engine and the server path."""
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ DOCS = {
 }
 
 
-def open_kb(root: Path, engine: str, share: float) -> tuple[Hub, Collection]:
+def open_kb(root: Path, engine: str, share: float, **more: int) -> tuple[Hub, Collection]:
     root.mkdir()
-    retrieval = {"source_evidence": share, "candidates": 20, "threshold": -1.0, "top_k": 3}
+    retrieval = {"source_evidence": share, "candidates": 20, "threshold": -1.0, "top_k": 3, **more}
     config = write_config(root / "collections.yaml", {"kb": hash_collection(retrieval=retrieval)})
     settings = Settings(
         config=config,
@@ -97,3 +97,51 @@ def test_both_engines_rank_by_evidence_alike(kbs: dict[str, Collection]) -> None
     assert [p.id for p in edge] == [p.id for p in memory]
     assert [p.score for p in edge] == pytest.approx([p.score for p in memory], rel=1e-5)
     assert [p.text for p in edge] == [p.text for p in memory]
+
+
+def test_the_rule_ranks_only_the_best_evidence_candidates(tmp_path: Path) -> None:
+    """Fused order: single.md, triple.md 2, triple.md 1, travel.md, triple.md 0, ... Over the best
+    4 only, triple.md's first chunk (5th) is not counted: its source's passages gain from each
+    other alone, and single.md keeps a place in the top 3 it loses over all seven."""
+    for engine in LOCAL_ENGINES:
+        hub, kb = open_kb(tmp_path / engine, engine, SHARE, evidence_candidates=4)
+        try:
+            candidates = every_candidate(kb)
+            assert [(p.source, p.chunk_index) for p in candidates[:5]] == [
+                ("single.md", 0),
+                ("triple.md", 2),
+                ("triple.md", 1),
+                ("travel.md", 0),
+                ("triple.md", 0),
+            ], engine
+            rule = with_source_evidence(
+                candidates[:4], SHARE, lambda p: p.source, lambda p: p.score
+            )
+            over_all = with_source_evidence(
+                candidates, SHARE, lambda p: p.source, lambda p: p.score
+            )
+            expected = [(p.id, score) for p, score in rule][:3]
+            assert [p.source for p, _ in over_all[:3]] == ["triple.md"] * 3, engine
+
+            got = search(kb, SearchRequest(QUERY)).passages
+            assert [(p.source, p.chunk_index) for p in got] == [
+                ("triple.md", 2),
+                ("triple.md", 1),
+                ("single.md", 0),
+            ], engine
+            assert [p.id for p in got] == [pid for pid, _ in expected], engine
+            assert [p.score for p in got] == pytest.approx([score for _, score in expected])
+            # triple.md 2 gains half of its one sibling among the four (chunk 1), not of two
+            first, second = candidates[1].score, candidates[2].score
+            assert got[0].score == pytest.approx(first + SHARE * second)
+            # a larger top_k takes the others after the four in fused order, with their fused
+            # scores: a passage's place does not depend on top_k
+            deeper = search(kb, SearchRequest(QUERY, top_k=6)).passages
+            assert [p.id for p in deeper] == [p.id for p, _ in rule] + [
+                p.id for p in candidates[4:6]
+            ], engine
+            assert [p.score for p in deeper[4:]] == pytest.approx(
+                [p.score for p in candidates[4:6]]
+            )
+        finally:
+            hub.close()
