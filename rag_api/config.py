@@ -95,14 +95,17 @@ class RetrievalConfig(Strict):
     # equal: both count the same
     side_weights: Literal["standout_spread", "standout", "equal"] = "standout_spread"
     # dbsf over complete scores: a candidate only one side listed gets the other side's real score
-    # (its cosine, its BM25 score) instead of 0 there (rag_api.store.fusion.complete_scores)
-    complete_scores: bool = True
+    # (its cosine, its BM25 score) instead of 0 there (rag_api.store.fusion.complete_scores).
+    # Off by default, as is source_evidence: each wins a little everywhere but costs 1.06-1.07x of
+    # a MiniLM query's p50, above the issue's +10% with the default fusion's own 1.06x
+    # (docs/retrieval.md "What the defaults cost")
+    complete_scores: bool = False
     candidates: Annotated[int, Field(ge=1, le=1000)] = 100  # per side, for fusion
     # a source's evidence from its other chunks (rag_api.evidence): each of the best
     # `evidence_candidates` fused passages ranks by its score + this share of the 2 best scores of
     # its source's other candidates among them; 0 = best chunk only. 0.03 over 30 won on every
     # dataset at +1.1 ms of search (docs/retrieval.md)
-    source_evidence: Annotated[float, Field(ge=0.0, le=1.0)] = 0.03
+    source_evidence: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
     evidence_candidates: Annotated[int, Field(ge=1, le=1000)] = 30
     relative_threshold: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
     context_chars: Annotated[int, Field(ge=100)] = 6000

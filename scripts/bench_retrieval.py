@@ -130,12 +130,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--side-weights",
         choices=["standout_spread", "standout", "equal"],
-        default="standout_spread",
+        default=defaults.side_weights,
     )
     parser.add_argument(
         "--complete-scores",
         action=argparse.BooleanOptionalAction,
-        default=True,
+        default=defaults.complete_scores,
         help="DBSF scores a candidate on the side that did not list it (retrieval.complete_scores)",
     )
     parser.add_argument("--exact", action="store_true", help="exact dense search (no HNSW)")

