@@ -40,6 +40,7 @@ from rag_api.store.diskspace import (
 from rag_api.store.edge_requests import (
     KIND,
     SCHEMA,
+    among,
     dense_params,
     dense_query,
     payload_selector,
@@ -267,12 +268,7 @@ class EdgeStore(Store):
         those points alone, which does not return a point that shares no term: 0)."""
         bm25_only, dense_only = one_sided(sparse, dense), one_sided(dense, sparse)
         requests = [
-            qe.QueryRequest(
-                limit=len(ids),
-                query=query,
-                filter=selector_filter(Selector(ids=tuple(ids))),
-                params=qe.SearchParams(exact=True) if query is dense_q else None,
-            )
+            among(query, ids, exact=query is dense_q)
             for query, ids in ((dense_q, bm25_only), (sparse_q, dense_only))
             if ids
         ]
@@ -288,12 +284,7 @@ class EdgeStore(Store):
         alone, so no stored vector is read into Python (100 vectors cost more than the search)."""
         if not ids:
             return {}
-        request = qe.QueryRequest(
-            limit=len(ids),
-            query=query,
-            filter=selector_filter(Selector(ids=tuple(ids))),
-            params=qe.SearchParams(exact=True),
-        )
+        request = among(query, ids, exact=True)
         return dict(id_scores(_call(self._shard(physical).query, request)))
 
     def optimize(self, physical: str) -> None:

@@ -73,6 +73,17 @@ def dense_params(dim: int) -> qe.EdgeVectorParams:
     return qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine, hnsw_config=graph)
 
 
+def among(query: Any, ids: Sequence[str], exact: bool = False) -> qe.QueryRequest:
+    """`query` scored over these points alone (every one of them it matches), exactly when asked:
+    each side's own score of candidates a search found by other means."""
+    return qe.QueryRequest(
+        limit=len(ids),
+        query=query,
+        filter=selector_filter(Selector(ids=tuple(ids))),
+        params=qe.SearchParams(exact=True) if exact else None,
+    )
+
+
 def payload_selector(fields: Sequence[str] | None) -> Any:
     """Only these payload fields of each point, or all of them (None)."""
     return qe.PayloadSelector.Include(list(fields)) if fields else True
