@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 import httpx
+import pytest
 
 from rag_api.chunking import split_text
 from rag_api.config import ChunkingConfig
@@ -33,11 +34,15 @@ def chunks_of(version: int) -> int:
     return len(split_text(version_text(version), CHUNKING))
 
 
+# source evidence ranks the hits by their sources, then reads the kept ones whole: both reads must
+# see one state of the collection
+@pytest.mark.parametrize("evidence", [0.0, 0.03])
 def test_searches_see_exactly_one_version_while_upserts_and_moves_run(
-    tmp_path: Path, engine: str, make_settings, serve
+    tmp_path: Path, engine: str, make_settings, serve, evidence: float
 ) -> None:
     chunking = CHUNKING.model_dump()
-    entry = hash_collection(chunking=chunking, retrieval={"top_k": 20, "candidates": 20})
+    retrieval = {"top_k": 20, "candidates": 20, "source_evidence": evidence}
+    entry = hash_collection(chunking=chunking, retrieval=retrieval)
     config = write_config(tmp_path / "c.yaml", {"docs": entry})
     server: LiveServer = serve(make_settings(config, engine))
     url = server.url + "/v1/rag"
