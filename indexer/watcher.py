@@ -134,7 +134,8 @@ class Watcher:
 
     def _apply(self, state: CollectionState, work: Work) -> None:
         collection = state.collection
-        # a missing folder makes the sync raise KbFolderMissing: its chunks stay, the work waits
+        # armed before the folder is listed, the watch sees whatever changes after the listing; a
+        # missing folder makes the sync raise KbFolderMissing: its chunks stay, the work waits
         self._ensure_watch(state)
         try:
             report = sync_collection(
@@ -155,6 +156,10 @@ class Watcher:
             state.failed(exc, self.retry_max_s)
             return
         state.record(report, work.full)
+        if self._ensure_watch(state):
+            # the folder appeared (or was replaced) while it was listed: what was written into it
+            # before this watch was armed had no event, and no rescan may come, so compare it all
+            state.pending.request_reconcile(at_once=True)
         if work.full:
             log.info(
                 "%s: reconciled %d files (%d indexed, %d unchanged, %d removed) in %.2f s",
@@ -178,14 +183,15 @@ class Watcher:
         return max(min(deadlines) - now, 0.0)
 
     def _ensure_watch(self, state: CollectionState) -> bool:
-        """Watch the folder (again, if it was replaced); False, logged once, while it is missing."""
+        """Watch the folder (again, if it was replaced); True when a new watch was armed just now
+        (events from before it are lost). Not watched while missing or unwatchable (logged once)."""
         try:
             inode = state.root.stat().st_ino if state.root.is_dir() else None
         except OSError:
             inode = None
         current = self._watches.get(state.name)
         if current is not None and current[1] == inode:
-            return True
+            return False
         if current is not None:
             self._observer.unschedule(current[0])
             del self._watches[state.name]
@@ -205,8 +211,8 @@ class Watcher:
                     state.root,
                     exc,
                 )
-            state.watching = False
-            return True  # the folder is there: reconciles still apply
+            state.watching = False  # the folder is there: reconciles still apply
+            return False
         self._watches[state.name] = (watch, inode)
         state.watching = True
         return True

@@ -32,7 +32,8 @@ def start_watcher(
     tmp_path: Path, make_settings: Callable[..., Any]
 ) -> Iterator[Callable[..., Watcher]]:
     """start_watcher(kb, **collection_overrides) -> a running Watcher over a fresh hub on the
-    embedded store in tmp_path/data (stop() it to reopen that store; stopped at the end)."""
+    embedded store in tmp_path/data (stop() it to reopen that store; stopped at the end).
+    run=False: built, not started yet (the test start()s it)."""
     running: list[Watcher] = []
 
     def start(
@@ -41,13 +42,14 @@ def start_watcher(
         debounce_s: float = DEBOUNCE_S,
         rescan_s: float = 0,
         retry_max_s: float = 0.5,
+        run: bool = True,
         **overrides: Any,
     ) -> Watcher:
         collection = hash_collection(kb, **overrides)
         config = write_config(tmp_path / "collections.yaml", {"notes": collection})
         hub = Hub.open(make_settings(config))
         watcher = Watcher(hub, debounce_s=debounce_s, rescan_s=rescan_s, retry_max_s=retry_max_s)
-        running.append(watcher.start())
+        running.append(watcher.start() if run else watcher)
         return watcher
 
     yield start
@@ -66,6 +68,16 @@ def found(watcher: Watcher, word: str) -> set[str]:
     collection = watcher.hub.collection("notes")
     outcome = search(collection, SearchRequest(word, top_k=50, mode="sparse"))
     return {passage.source for passage in outcome.passages}
+
+
+def waiting_in(thread_name: str, function: str) -> bool:
+    """The thread's innermost Python frame is `function`: it waits there for a lock the test holds
+    (a lock's acquire has no Python frame of its own)."""
+    for thread in threading.enumerate():
+        if thread.name == thread_name and thread.ident is not None:
+            frame = sys._current_frames().get(thread.ident)
+            return frame is not None and frame.f_code.co_name == function
+    return False
 
 
 def counters(watcher: Watcher) -> dict[str, int]:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from pathlib import Path
 
 from tests.conftest import wait_for
-from tests.indexer.conftest import counters, found, settled, stop
+from tests.indexer.conftest import counters, found, settled, stop, waiting_in
 
 
 def test_create_modify_delete(kb_dir: Path, start_watcher) -> None:
@@ -147,7 +148,29 @@ def test_a_missing_kb_folder_is_watched_once_it_appears(tmp_path: Path, start_wa
     (kb_dir / "first.md").write_text("Lighthouses guide ships.")
 
     wait_for(lambda: found(watcher, "lighthouses") == {"first.md"})
-    assert watcher.status()["collections"]["notes"]["watching"] is True
+    # the sync that stored it may have begun before the folder was there: it is watched right after
+    wait_for(lambda: watcher.status()["collections"]["notes"]["watching"] is True)
+    (kb_dir / "second.md").write_text("Buoys mark channels.")  # and events flow
+    wait_for(lambda: found(watcher, "buoys") == {"second.md"})
+
+
+def test_a_kb_folder_appearing_while_it_is_listed_is_watched(tmp_path: Path, start_watcher) -> None:
+    """The start-up reconcile finds no folder to watch, then lists the folder made meanwhile: the
+    watch is armed after that sync, not only at the next rescan (here: none)."""
+    kb_dir = tmp_path / "later"
+    watcher = start_watcher(kb_dir, rescan_s=0, run=False)
+    with watcher.hub.collection("notes").syncing:  # the reconcile waits at the door, watch unarmed
+        watcher.start()
+        wait_for(lambda: waiting_in("rag-indexer", "sync_collection"))
+        assert watcher.status()["collections"]["notes"]["watching"] is False
+        kb_dir.mkdir()
+        (kb_dir / "first.md").write_text("Lighthouses guide ships.")
+        os.utime(kb_dir / "first.md", (time.time() - 60, time.time() - 60))  # quiet: indexed now
+    wait_for(lambda: found(watcher, "lighthouses") == {"first.md"})
+
+    wait_for(lambda: watcher.status()["collections"]["notes"]["watching"] is True)
+    (kb_dir / "second.md").write_text("Buoys mark channels.")  # only an event can bring this one
+    wait_for(lambda: found(watcher, "buoys") == {"second.md"})
 
 
 def test_a_vanished_kb_folder_keeps_its_chunks_and_is_watched_again(
