@@ -174,18 +174,31 @@ def test_client_hanging_up_cancels_the_migration_before_the_swap(
     write_api(server.hub.collection("docs"), range(6, 40), 4)  # > 2 batches of 64
     with SlowUpstream(dim=32, open_for=3) as upstream:  # the probe + the first batch
         body = {"collection": "docs", "embedder": upstream.embedder()}
+        answered = _migrations_answered(server)
         with (
             server.client() as client,
             client.stream("POST", "/v1/ops/migrate", json=body) as stream,
         ):
-            assert json.loads(next(stream.iter_lines()))["event"] == "plan"
-            wait_for(lambda: len(upstream.calls("/v1/embeddings")) > 3)
-        # the operator hit Ctrl-C mid-copy; the batch in flight finishes, then the run stops
+            lines = stream.iter_lines()  # kept: a dropped line iterator closes the response at once
+            assert json.loads(next(lines))["event"] == "plan"
+            wait_for(lambda: len(upstream.calls("/v1/embeddings")) > 3)  # the second batch asked
+        # the operator hit Ctrl-C mid-copy; once the server has seen it (the request is counted
+        # when its response is over), the batch in flight finishes, then the run stops
+        wait_for(lambda: _migrations_answered(server) > answered)
         upstream.gate.set()
         events = wait_for(lambda: _migrate(server, body))
     result = events[-1]["result"]
     assert result["previous"] == "docs__v1" and result["live"] == "docs__v2"
     assert result["unchanged"] == 128  # the cancelled run's two batches, kept and resumed
+
+
+def _migrations_answered(server) -> float:
+    """POST /v1/ops/migrate requests whose response is over, from the server's own counter."""
+    prefix = 'rag_http_requests_total{method="POST",route="/v1/ops/migrate",status="2xx"} '
+    with server.client() as client:
+        text = client.get("/metrics").text
+    line = next((row for row in text.splitlines() if row.startswith(prefix)), prefix + "0")
+    return float(line.rsplit(" ", 1)[1])
 
 
 def _migrate(server, body) -> list[dict] | None:
