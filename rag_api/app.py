@@ -96,14 +96,16 @@ def create_app(
     app.state.watcher = None
     app.state.uploads = None
     install_error_handlers(app)
-    app.add_middleware(HotReads, reads=(query.HOT, *admin.HOT))  # innermost: after the checks
     app.add_middleware(JsonBodies)
     app.add_middleware(
         BodyLimit,
         max_bytes=settings.max_body_bytes,
         wider={uploads.UPLOAD_PATH: settings.upload_max_bytes},
     )
-    app.add_middleware(RequestLog)  # outermost: its id and timing cover every other layer
+    app.add_middleware(RequestLog)  # its id and timing cover every layer below
+    # outermost: the plain hot reads are answered here, with the checks, id, log and metrics of
+    # the layers above in one pass; everything else goes on to them
+    app.add_middleware(HotReads, reads=(query.HOT, *admin.HOT), max_bytes=settings.max_body_bytes)
     routers = (
         health.router,
         collections.router,

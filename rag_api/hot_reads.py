@@ -1,26 +1,25 @@
-"""The read routes every client waits on, served without FastAPI's per-request machinery.
+"""The read routes every client waits on, served in one layer in front of the others.
 
-`POST /query/{collection}` (generate=false), `/v1/rag/search` and `/v1/rag/context` are what the
-voice pipeline and retrieval-only clients call once a turn. FastAPI spends ~0.5 ms of event-loop
-time on each (routing through every route, solving dependencies, validating the body, wrapping the
-endpoint) — more than the rest of the HTTP layer. This middleware, the innermost of ours (after
-the body checks, inside the request log and its metrics), serves the plain case of those routes
-itself: the same reader check, the same body model, the same work in a worker thread and the
-same bytes (rag_api.routes.declared), the route recorded in the scope for the log line and the
-metrics. Anything else — a query string, a body the model refuses, a missing key, the hub still
-opening, a streamed or generated answer — goes on to FastAPI untouched (the body replayed), so
-every error keeps the shape and message it had. A domain error raised by the work itself (an
-unknown collection) is rendered by the handler FastAPI would have used.
+`POST /query/{collection}` (generate=false), `/v1/rag/search`, `/v1/rag/context` and
+`/v1/rag/chunks/list` are what the voice pipeline and retrieval-only clients call once a turn.
+FastAPI spends ~0.5 ms of event-loop time on each (routing through every route, solving
+dependencies, validating the body, wrapping the endpoint), and each of our own layers (the request
+log, the body limit, the JSON checks) its own share. This layer, the outermost of ours, serves the
+plain case of those routes by itself, doing in one pass what those layers would: a body within the
+size limit (by its Content-Length), JSON that JsonBodies accepts, the same reader check and body
+model, the work in a worker thread (rag_api.read_threads) with the same bytes as the route
+(rag_api.routes.declared), and the request's id, metrics and log line (rag_api.request_log).
 
-The work goes to threads of this layer's own (rag_api.read_threads, the request's context copied
-along) rather than Starlette's run_in_threadpool: anyio's hop adds its capacity limiter, cancel
-scope and checkpoints (a bare uvicorn app answering over loopback on this 2-core machine: 0.72 ms
-with anyio's hop, 0.64 ms with asyncio's executor hop; less again with read_threads'). The body is parsed once: JsonBodies hands on
-the document it checked.
+Anything else — a query string, a body without Content-Length or over the limit, not JSON or one
+the checks or the model refuse, a missing key, the hub still opening, a streamed or generated
+answer — goes on through the other layers and FastAPI untouched (the body replayed), so every
+error keeps the shape and message it had. A domain error raised by the work itself (an unknown
+collection) is rendered by the handler FastAPI would have used.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,11 +33,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from rag_api.api_errors import rag_error_response
 from rag_api.auth import is_reader
 from rag_api.errors import RagError
-from rag_api.json_body import NOT_JSON, parsed_body, read_body, replay
+from rag_api.json_body import NOT_JSON, UNLABELLED, checked, read_body, replay
 from rag_api.read_threads import ReadThreads
+from rag_api.request_log import Tracked
 
 # as many reads at once as Starlette's own thread pool allows (anyio's default limiter)
 WORKERS = 40
+JSON_LABELS = UNLABELLED | {b"application/json"}  # what JsonBodies lets through as JSON
 
 
 @dataclass(frozen=True)
@@ -54,10 +55,12 @@ class HotRead:
 
 
 class HotReads:
-    """Serves the plain requests of `reads`; passes everything else to the app."""
+    """Serves the plain requests of `reads` (with bodies of at most `max_bytes`, the BodyLimit of
+    these paths); passes everything else to the app."""
 
-    def __init__(self, app: ASGIApp, reads: tuple[HotRead, ...]) -> None:
+    def __init__(self, app: ASGIApp, reads: tuple[HotRead, ...], max_bytes: int) -> None:
         self.app = app
+        self.max_bytes = max_bytes
         self.exact = {read.template: read for read in reads if "{" not in read.template}
         self.prefixed = [
             (read.template.split("{")[0], read) for read in reads if "{" in read.template
@@ -66,20 +69,35 @@ class HotReads:
         self.workers = ReadThreads(WORKERS, "rag-read")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
         found = self._match(scope)
         if found is None:
             await self.app(scope, receive, send)
             return
-        read, param = found
+        read, param, request_id = found
         body = await read_body(receive)
-        response = await self._serve(scope, read, param, body)
-        if response is None:
+        parsed = self._accepted(scope, read, body)
+        if parsed is None:
             await self.app(scope, replay(body, receive), send)
             return
-        await response(scope, receive, send)
+        scope["route"] = self._route(scope["app"], read.template)
+        request = Tracked(request_id, started)
+        status = 500  # what the server answers when the work fails unexpectedly
+        try:
+            try:
+                response = await self.workers.run(read.work, scope["app"].state.hub, parsed, param)
+            except RagError as exc:
+                response = rag_error_response(Request(scope), exc)
+            status = response.status_code
+            headers = request.headers(response.raw_headers)
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": response.body})
+        finally:
+            request.done(scope, status)
 
-    def _match(self, scope: Scope) -> tuple[HotRead, str | None] | None:
-        """The read this request asks for, when it is a plain JSON POST to one."""
+    def _match(self, scope: Scope) -> tuple[HotRead, str | None, bytes] | None:
+        """(the read, its path parameter, the X-Request-ID header) when this request is a POST
+        to one, with a JSON body of a Content-Length within the limit."""
         if scope["type"] != "http" or scope["method"] != "POST" or scope.get("query_string"):
             return None
         path = scope["path"]
@@ -93,41 +111,43 @@ class HotReads:
                     break
             else:
                 return None
-        label = next((v for k, v in scope["headers"] if k == b"content-type"), b"")
-        if label.split(b";")[0].strip().lower() != b"application/json":
+        label, length, request_id = b"", b"", b""
+        for name, value in scope["headers"]:
+            if name == b"content-type":
+                label = value
+            elif name == b"content-length":
+                length = value
+            elif name == b"x-request-id":
+                request_id = value
+            elif name == b"transfer-encoding":
+                return None
+        if not length.isdigit() or int(length) > self.max_bytes:
             return None
-        return read, param
+        if label.split(b";")[0].strip().lower() not in JSON_LABELS:
+            return None
+        return read, param, request_id
 
-    async def _serve(
-        self, scope: Scope, read: HotRead, param: str | None, body: bytes
-    ) -> Response | None:
-        """The answer, or None when the route must serve this request itself."""
-        request = Request(scope)
-        hub = getattr(request.app.state, "hub", None)
-        if hub is None or not is_reader(request):
+    def _accepted(self, scope: Scope, read: HotRead, body: bytes) -> BaseModel | None:
+        """The body as `read` takes it, or None when the other layers or the route must answer."""
+        hub = getattr(scope["app"].state, "hub", None)
+        if hub is None or not is_reader(Request(scope)):
             return None
-        document = parsed_body(scope, body)
-        if document is NOT_JSON:
+        document, problem = checked(body)
+        if document is NOT_JSON or problem is not None:
             return None
         try:
             parsed = read.body.model_validate(document)
         except ValidationError:  # a body the route refuses with a 422
             return None
-        if not read.takes(parsed):
-            return None
-        scope["route"] = self._route(request, read.template)
-        try:  # in a copy of the request's context: its id and collection, as the route sees
-            return await self.workers.run(read.work, hub, parsed, param)
-        except RagError as exc:
-            return rag_error_response(request, exc)
+        return parsed if read.takes(parsed) else None
 
-    def _route(self, request: Request, template: str) -> BaseRoute:
+    def _route(self, app: Any, template: str) -> BaseRoute:
         """The app's POST route for `template` (what the router would have put in the scope)."""
         route = self.routes.get(template)
         if route is None:
             route = next(
                 r
-                for r in request.app.state.routes
+                for r in app.state.routes
                 if getattr(r, "path", None) == template and "POST" in getattr(r, "methods", ())
             )
             self.routes[template] = route

@@ -13,8 +13,6 @@ from rag_api.metadata import MAX_DEPTH, value_problem
 
 # What a client sends when it did not say: curl -d, a bare HTML form post, or no header at all.
 UNLABELLED = {b"", b"application/x-www-form-urlencoded", b"text/plain"}
-# where the checked document travels on in the scope, so no layer after this one parses it again
-PARSED = "rag_api.json_body"
 NOT_JSON = object()  # a body that is not JSON (the route's own parser reports it)
 
 
@@ -48,7 +46,6 @@ class JsonBodies:
             response = render_error(scope, 422, "INVALID_REQUEST", message, param=field)
             await response(scope, receive, send)
             return
-        scope[PARSED] = (body, document)  # the same scope: a route set in it must reach the log
         await self.app(scope, replay(body, receive), send)
 
 
@@ -64,17 +61,6 @@ def checked(body: bytes) -> tuple[Any, tuple[str, str] | None]:
     except ValueError:
         return NOT_JSON, None
     return document, value_problem(document)
-
-
-def parsed_body(scope: Scope, body: bytes) -> Any:
-    """`body` parsed: the document JsonBodies checked when it is this body, else parsed here."""
-    seen = scope.get(PARSED)
-    if seen is not None and seen[0] == body:
-        return seen[1]
-    try:
-        return json.loads(body)
-    except ValueError:
-        return NOT_JSON
 
 
 async def read_body(receive: Receive) -> bytes:

@@ -14,6 +14,7 @@ import atexit
 import logging
 import threading
 import time
+from collections.abc import Iterable
 from queue import Empty, SimpleQueue
 from typing import Any
 
@@ -41,25 +42,42 @@ class RequestLog:
             await self.app(scope, receive, send)
             return
         header = next((v for k, v in scope["headers"] if k == b"x-request-id"), b"")
-        context = RequestContext(request_id_from(header.decode("latin-1")))
-        token = current.set(context)
-        started = time.perf_counter()
+        request = Tracked(header)
         status = 500  # what the server answers when the app fails before a response
 
         async def send_with_id(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                headers = list(message.get("headers", []))
-                headers.append((b"x-request-id", context.request_id.encode()))
-                message = {**message, "headers": headers}
+                message = {**message, "headers": request.headers(message.get("headers", []))}
             await send(message)
 
         try:
             await self.app(scope, receive, send_with_id)
         finally:
-            current.reset(token)
-            _record(scope, status, time.perf_counter() - started, context)
+            request.done(scope, status)
+
+
+class Tracked:
+    """One request from its start (now, or `started`): its context set (an id: the client's
+    X-Request-ID `header` when it is a sane one) until done() counts and logs it. What RequestLog does for every
+    request, and rag_api.hot_reads for the ones it answers itself."""
+
+    __slots__ = ("context", "token", "started")
+
+    def __init__(self, header: bytes, started: float | None = None) -> None:
+        self.context = RequestContext(request_id_from(header.decode("latin-1")))
+        self.token = current.set(self.context)
+        self.started = time.perf_counter() if started is None else started
+
+    def headers(self, headers: Iterable[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+        """An answer's headers, with the request's id."""
+        return [*headers, (b"x-request-id", self.context.request_id.encode())]
+
+    def done(self, scope: Scope, status: int) -> None:
+        """The request answered `status` (500 when it failed before an answer began)."""
+        current.reset(self.token)
+        _record(scope, status, time.perf_counter() - self.started, self.context)
 
 
 def _record(scope: Scope, status: int, elapsed: float, context: RequestContext) -> None:

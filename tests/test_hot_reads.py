@@ -132,9 +132,9 @@ def test_only_plain_reads_are_served_here(live, body, headers, hot) -> None:
         await send({"type": "http.response.start", "status": 299, "headers": []})
         await send({"type": "http.response.body", "body": b"route"})
 
-    layer = HotReads(route, reads=(query.HOT, *admin.HOT))
+    layer = HotReads(route, reads=(query.HOT, *admin.HOT), max_bytes=1 << 20)
     raw = json.dumps(body).encode()
-    headers = {"content-type": "application/json", **headers}
+    headers = {"content-type": "application/json", "content-length": str(len(raw)), **headers}
 
     status, answer = asyncio.run(_through(_Scoped(layer, live.app), "/query/docs", raw, headers))
     if hot:
