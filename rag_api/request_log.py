@@ -3,13 +3,15 @@
 The metrics are counted on the spot (a scrape right after a request sees it). The log line is
 written a moment later by a thread of its own: made and written at once on the event loop it took
 ~0.3 ms of CPU right when the client woke to read its answer (on 2 cores, often the core it woke
-on), which added ~0.2 ms to what a reader waited (scripts/bench_http.py). A line carries the time
-its request ended; lines keep their order, and the ones not yet written when the server stops
-(its lifespan's shutdown) or the process exits are written then.
+on), which added ~0.2 ms to what a reader waited (scripts/bench_http.py); that thread is handed
+the lines by a timer, not woken per request (_Lines). A line carries the time its request ended;
+lines keep their order, and the ones not yet written when the server stops (its lifespan's
+shutdown) or the process exits are written then.
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import logging
 import threading
@@ -25,7 +27,7 @@ from rag_api.request_context import RequestContext, current, request_id_from
 
 log = logging.getLogger("rag_api.access")
 UNMATCHED = "<unmatched>"  # a path no route serves: one label, not one per path
-LINE_DELAY_S = 0.002  # a request's line waits this long after its answer left
+LINE_DELAY_S = 0.002  # a request's line waits at most this long after its answer left
 
 
 class RequestLog:
@@ -136,13 +138,21 @@ def _line(fields: tuple[Any, ...]) -> None:
 
 
 class _Lines:
-    """The lines of finished requests, each written LINE_DELAY_S after its request ended by one
-    daemon thread (started with the first line), in order; flush() writes the rest at once."""
+    """The lines of finished requests, written in order by one daemon thread (started with the
+    first line) at most LINE_DELAY_S after their request ended; flush() writes the rest at once.
+
+    A line is handed to that thread by a timer of the event loop that served it, LINE_DELAY_S
+    later, with the lines that ended meanwhile: woken on the spot, the thread took a core right
+    when the client woke to read its answer, which cost a reader ~0.1 ms (scripts/bench_http.py).
+    """
 
     def __init__(self) -> None:
-        self.queue: SimpleQueue[tuple[tuple[Any, ...], float]] = SimpleQueue()
-        self.lock = threading.Lock()  # held while a line is written: flush() waits for it
+        self.queue: SimpleQueue[list[tuple[Any, ...]]] = SimpleQueue()
+        self.lock = threading.Lock()  # held while lines are written: flush() waits for it
         self.thread: threading.Thread | None = None
+        self.held: list[tuple[Any, ...]] = []  # lines not handed to the thread yet
+        self.held_lock = threading.Lock()
+        self.timer: asyncio.AbstractEventLoop | None = None  # the loop whose timer hands them
 
     def put(self, fields: tuple[Any, ...]) -> None:
         if self.thread is None:
@@ -151,23 +161,41 @@ class _Lines:
                     atexit.register(self.flush)
                     self.thread = threading.Thread(target=self._run, name="rag-log", daemon=True)
                     self.thread.start()
-        self.queue.put((fields, time.monotonic() + LINE_DELAY_S))
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not on an event loop: handed over at once
+            loop = None
+        with self.held_lock:
+            self.held.append(fields)
+            if loop is not None and (self.timer is None or not self.timer.is_running()):
+                self.timer = loop  # (a loop that stopped before its timer fired is replaced)
+                loop.call_later(LINE_DELAY_S, self._hand_over)
+        if loop is None:
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        with self.held_lock:
+            held, self.held, self.timer = self.held, [], None
+        if held:
+            self.queue.put(held)
 
     def _run(self) -> None:
         while True:
-            fields, due = self.queue.get()
+            lines = self.queue.get()
             with self.lock:
-                time.sleep(max(0.0, due - time.monotonic()))
-                self._write(fields)
+                for fields in lines:
+                    self._write(fields)
 
     def flush(self) -> None:
+        self._hand_over()
         with self.lock:
             while True:
                 try:
-                    fields, _ = self.queue.get_nowait()
+                    lines = self.queue.get_nowait()
                 except Empty:
                     return
-                self._write(fields)
+                for fields in lines:
+                    self._write(fields)
 
     def _write(self, fields: tuple[Any, ...]) -> None:
         try:
