@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Any
 
 import httpx
@@ -13,7 +14,7 @@ import pytest
 from rag_api.hot_reads import HotReads
 from rag_api.routes import admin, query
 from rag_api.settings import Settings
-from tests.conftest import assert_error_shape, hash_collection, write_config
+from tests.conftest import assert_error_shape, hash_collection, wait_for, write_config
 from tests.support.openai_support import REFUND, start_indexed, write_kb
 
 READER = {"Authorization": "Bearer reader-key", "X-Request-ID": "fixed-id"}
@@ -75,6 +76,56 @@ def test_errors_keep_the_one_shape(live) -> None:
         httpx.post(live.url + "/query/nope", json=body, headers=READER), 404, "COLLECTION_NOT_FOUND"
     )
     assert "nope" in error["message"]
+
+
+PLAIN = {"query": REFUND, "generate": False}
+# a body the model takes, over the limit only by its whitespace
+HUGE = json.dumps(PLAIN).encode()[:-1] + b" " * (1024 * 1024) + b"}"
+REFUSED = [  # (body, content-type, status, code, message start): a hot path's bodies refused
+    (HUGE, "application/json", 413, "PAYLOAD_TOO_LARGE", "request body is larger"),
+    (iter([HUGE[:600_000], HUGE[600_000:]]), "application/json", 413, "PAYLOAD_TOO_LARGE", ""),
+    (b"{not json", "application/json", 422, "INVALID_REQUEST", "body: invalid JSON"),
+    (
+        json.dumps({**PLAIN, "filters": {"metadata": {"k": 2**63}}}).encode(),
+        "application/json",
+        422,
+        "INVALID_REQUEST",
+        "filters.metadata.k: integer outside the signed 64-bit range",
+    ),
+    (json.dumps(PLAIN).encode(), "text/csv", 422, "INVALID_REQUEST", "body: "),
+]
+
+
+@pytest.mark.parametrize(("content", "label", "status", "code", "message"), REFUSED)
+def test_refused_bodies_get_the_layers_errors(live, content, label, status, code, message):
+    headers = {**READER, "content-type": label}
+    refused = httpx.post(live.url + "/query/docs", content=content, headers=headers, timeout=60)
+    assert assert_error_shape(refused, status, code)["message"].startswith(message)
+    assert refused.headers["x-request-id"] == "fixed-id"
+
+
+def test_an_unlabelled_body_is_read_as_json(live) -> None:
+    """curl -d labels a JSON body as a form: answered as JsonBodies relabels it for the route."""
+    form = {**READER, "content-type": "application/x-www-form-urlencoded"}
+    raw = json.dumps(PLAIN).encode()
+    hot = httpx.post(live.url + "/query/docs", content=raw, headers=form, timeout=60)
+    routed = httpx.post(live.url + "/query/docs?via=route", content=raw, headers=form, timeout=60)
+    assert hot.status_code == routed.status_code == 200
+    assert without_timings(hot.json()) == without_timings(routed.json())
+
+
+def test_hot_requests_get_their_access_log_line(live, caplog) -> None:
+    caplog.set_level(logging.INFO, logger="rag_api.access")
+    headers = {**READER, "X-Request-ID": "logged-hot-read"}
+    assert httpx.post(live.url + "/query/docs", json=PLAIN, headers=headers).status_code == 200
+
+    def line() -> logging.LogRecord | None:
+        mine = [r for r in caplog.records if getattr(r, "request_id", "") == "logged-hot-read"]
+        return mine[0] if mine else None
+
+    record = wait_for(line)
+    assert (record.route, record.status, record.collection) == ("/query/{collection}", 200, "docs")
+    assert record.getMessage().startswith("POST /query/docs 200 ")
 
 
 def test_hot_requests_are_counted_under_their_route(live) -> None:
