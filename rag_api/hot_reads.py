@@ -79,16 +79,17 @@ class HotReads:
             return
         read, param, request_id = found
         body = await read_body(receive)
-        parsed = self._accepted(scope, read, body)
-        if parsed is None:
+        accepted = self._accepted(scope, read, body)
+        if accepted is None:
             await self.app(scope, replay(body, receive), send)
             return
+        hub, parsed = accepted
         scope["route"] = self._route(scope["app"], read.template)
         request = Tracked(request_id, started)
         status = 500  # what the server answers when the work fails unexpectedly
         try:
             try:
-                response = await self.workers.run(read.work, scope["app"].state.hub, parsed, param)
+                response = await self.workers.run(read.work, hub, parsed, param)
             except RagError as exc:
                 response = rag_error_response(Request(scope), exc)
             status = response.status_code
@@ -130,10 +131,12 @@ class HotReads:
             return None
         return read, param, request_id
 
-    def _accepted(self, scope: Scope, read: HotRead, body: bytes) -> BaseModel | None:
-        """The body as `read` takes it, or None when the other layers or the route must answer."""
+    def _accepted(self, scope: Scope, read: HotRead, body: bytes) -> tuple[Any, BaseModel] | None:
+        """(the hub, the body as `read` takes it), or None when the other layers or the route
+        must answer."""
         state = scope["app"].state
-        if getattr(state, "hub", None) is None:
+        hub = getattr(state, "hub", None)
+        if hub is None:
             return None
         keys = state.settings.api_key or state.settings.admin_api_key
         if keys and not is_reader(Request(scope)):
@@ -145,7 +148,7 @@ class HotReads:
             parsed = read.body.model_validate(document)
         except ValidationError:  # a body the route refuses with a 422
             return None
-        return parsed if read.takes(parsed) else None
+        return (hub, parsed) if read.takes(parsed) else None
 
     def _route(self, app: Any, template: str) -> BaseRoute:
         """The app's POST route for `template` (what the router would have put in the scope)."""
