@@ -62,8 +62,8 @@ class RequestLog:
 
 class Tracked:
     """One request from its start (now, or `started`): its context set (an id: the client's
-    X-Request-ID `header` when it is a sane one) until done() counts and logs it. What RequestLog does for every
-    request, and rag_api.hot_reads for the ones it answers itself."""
+    X-Request-ID `header` when it is a sane one) until done() counts and logs it. What RequestLog
+    does for every request, and rag_api.hot_reads for the ones it answers itself."""
 
     __slots__ = ("context", "token", "started")
 
