@@ -46,6 +46,9 @@ class EmbedderConfig(Strict):
     # or `onnx-int8` (quantised: other vectors, so switching to or from it is a migration).
     # Unset: onnx, or torch when the model cannot be exported (rag_api/onnx_model.py).
     runtime: Runtime | None = None
+    # the languages the model was trained on, for fusion (rag_api.model_languages): unset, known
+    # models are recognised by name (all-MiniLM-L6-v2: en; multilingual-e5-small: every one)
+    languages: tuple[Language, ...] | None = Field(default=None, min_length=1)
 
     @model_validator(mode="after")
     def _runtime_in_process(self) -> EmbedderConfig:
@@ -89,17 +92,15 @@ class RetrievalConfig(Strict):
     # (docs/retrieval.md)
     fusion: Fusion = "dbsf"
     rrf_k: Annotated[int, Field(ge=1, le=10_000)] = 60
-    # standout: each side's part of the fusion weighs by how far its best candidate stands out of
-    # its others, per query (rag_api.store.fusion.standout_weights); standout_spread: the same,
-    # the dense stand-out also scaled down when its cosines are bunched (dense_spread_factor);
-    # equal: both count the same
-    side_weights: Literal["standout_spread", "standout", "equal"] = "standout_spread"
+    # how much each side counts in the fusion: standout weighs each side's part by how far its
+    # best candidate stands out of its others, per query (rag_api.store.fusion.standout_weights);
+    # standout_spread: the same, the dense stand-out also scaled down when its cosines are bunched
+    # (dense_spread_factor); equal: both count the same; auto: equal when the embedder knows the
+    # collection's language, else standout_spread (rag_api.model_languages, docs/retrieval.md)
+    side_weights: Literal["auto", "standout_spread", "standout", "equal"] = "auto"
     # dbsf over complete scores: a candidate only one side listed gets the other side's real score
-    # (its cosine, its BM25 score) instead of 0 there (rag_api.store.fusion.complete_scores).
-    # Off by default, as is source_evidence: each wins a little everywhere but costs 1.06-1.07x of
-    # a MiniLM query's p50, above the issue's +10% with the default fusion's own 1.06x
-    # (docs/retrieval.md "What the defaults cost")
-    complete_scores: bool = False
+    # (its cosine, its BM25 score) instead of 0 there (rag_api.store.fusion.complete_scores)
+    complete_scores: bool = True
     candidates: Annotated[int, Field(ge=1, le=1000)] = 100  # per side, for fusion
     # a source's evidence from its other chunks (rag_api.evidence): each of the best
     # `evidence_candidates` fused passages ranks by its score + this share of the 2 best scores of

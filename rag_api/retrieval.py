@@ -9,6 +9,10 @@ Thresholds (documented rule):
 - `relative_threshold` keeps hits whose primary score (cosine; BM25 score in `sparse` mode) is at
   least that fraction of the best hit's.
 
+Side weights (`side_weights: auto`, the default): the two sides count equally when the embedder
+knows the collection's language, else each weighs by how far its own best candidate stands out
+(rag_api.model_languages, rag_api.store.fusion).
+
 Order of work: filters inside Qdrant -> fused candidates -> absolute threshold -> source evidence
 (rag_api.evidence: among the best `evidence_candidates` fused candidates, read with their source
 only, a passage's score gains a share of its source's other candidates'; a larger pool takes the
@@ -31,6 +35,7 @@ from rag_api.config import EmbedderConfig, Mode, RetrievalConfig
 from rag_api.diversity import candidate_pool, diversify
 from rag_api.evidence import with_source_evidence
 from rag_api.metrics import observe_stages
+from rag_api.model_languages import knows_language
 from rag_api.passage import Passage
 from rag_api.payload import SOURCE_FIELDS, extract_source
 from rag_api.rerank import active_reranker, rerank
@@ -104,7 +109,7 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
         fusion=cfg.fusion,
         rrf_k=cfg.rrf_k,
         with_dense=diversity > 0,
-        weighting=cfg.side_weights,
+        weighting=side_weighting(cfg.side_weights, target.embedder, collection.cfg.language),
         complete=cfg.complete_scores,
         fields=SOURCE_FIELDS if evidence > 0 else None,
     )
@@ -142,6 +147,16 @@ def _query_vector(
     if request.vector is not None:
         return list(request.vector)
     return collection.embed_query(request.query, embedder).tolist()
+
+
+def side_weighting(setting: str, embedder: EmbedderConfig, language: str) -> str:
+    """The fusion's side weights for a collection in `language` searched with `embedder`: `auto`
+    is equal when the model knows the language (both sides are good: equal weights won there,
+    SQuAD-it with e5 0.8807 -> 0.8913), else standout_spread (its cosines may not tell passages
+    apart: MiniLM on SQuAD-it, equal weights 0.7951, standout_spread 0.8315, BM25 alone 0.8331)."""
+    if setting != "auto":
+        return setting
+    return "equal" if knows_language(embedder, language) else "standout_spread"
 
 
 def _with_evidence(hits: list[Hit], share: float, best: int) -> list[Hit]:

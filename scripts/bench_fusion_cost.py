@@ -5,8 +5,8 @@ first) and asks every query once per round under each setting, the settings alte
 by question (their order flipped every other question) so the machine's load falls on all alike.
 Each query is embedded live (the hub's recent-query cache is cleared before each search), as a
 client waits for it; `--no-embed` gives the search alone, the query vector precomputed. Prints
-p50 / p95 per setting and the ratio to the first (the default when issue 19 was filed) and the
-second (today's default).
+p50 / p95 per setting and the ratio to the first (the default when issue 19 was filed) and to
+today's default.
 
     PYTHONPATH=. python scripts/bench_fusion_cost.py --dataset scifact --rounds 3
 """
@@ -32,10 +32,9 @@ SETTINGS: dict[str, dict[str, Any]] = {
         "complete_scores": False,
         "source_evidence": 0.0,
     },
+    "previous (standout_spread)": {"side_weights": "standout_spread", "complete_scores": False},
     "default": {},
-    "+ complete scores": {"complete_scores": True},
     "+ source evidence 0.03/30": {"source_evidence": 0.03, "evidence_candidates": 30},
-    "+ both": {"complete_scores": True, "source_evidence": 0.03, "evidence_candidates": 30},
 }
 
 
@@ -77,7 +76,7 @@ def _print(times: dict[str, list[float]], embed: bool, queries: int, rounds: int
     what = "query embedded live" if embed else "search alone (vector given)"
     print(f"{queries} queries x {rounds} rounds, settings alternating; {what}")
     p50 = {name: statistics.median(ts) * 1000 for name, ts in times.items()}
-    filed, default = list(p50.values())[:2]
+    filed, default = p50[next(iter(p50))], p50["default"]
     for name, ts in times.items():
         p95 = statistics.quantiles(ts, n=20)[-1] * 1000
         print(

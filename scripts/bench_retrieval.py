@@ -129,7 +129,7 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument(
         "--side-weights",
-        choices=["standout_spread", "standout", "equal"],
+        choices=["auto", "standout_spread", "standout", "equal"],
         default=defaults.side_weights,
     )
     parser.add_argument(

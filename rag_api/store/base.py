@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -177,8 +177,7 @@ class Store(ABC):
         if plan is None or spec.selector.selects_nothing:
             return []
         if plan == "hybrid":
-            fused, dense, sparse = self._hybrid(physical, spec, info)
-            return annotate(fused, dense, sparse, spec.dense)
+            return self._hybrid(physical, spec, info)
         query = spec.dense if plan == "dense" else spec.sparse
         hits = self._nearest(physical, query, spec, info)
         return rank_single_side(hits, plan)
@@ -220,12 +219,10 @@ class Store(ABC):
         """One side's top `spec.limit`: a dense vector (a list) or a BM25 one (a SparseVec)."""
 
     @abstractmethod
-    def _hybrid(
-        self, physical: str, spec: SearchSpec, info: CollectionInfo
-    ) -> tuple[list[Hit], list[tuple[str, float]], list[tuple[str, float]]]:
-        """The fused top `spec.limit` and each side's candidates; a hit carries its stored dense
-        vector when `spec.with_dense` asks, and one outside the dense candidates its cosine (its
-        dense score, or the vector annotate() computes it from)."""
+    def _hybrid(self, physical: str, spec: SearchSpec, info: CollectionInfo) -> list[Hit]:
+        """The fused top `spec.limit`, annotated from each side's candidates (annotate()); a hit
+        carries its stored dense vector when `spec.with_dense` asks, and one outside the dense
+        candidates its cosine (its dense score, or the vector annotate() computes it from)."""
 
     @abstractmethod
     def payload_indexes(self, physical: str) -> dict[str, str]:
@@ -316,11 +313,13 @@ def hnsw_ef(limit: int) -> int:
 
 def annotate(
     fused: list[Hit],
-    dense: list[tuple[str, float]] | None,
-    sparse: list[tuple[str, float]] | None,
+    dense: Sequence[tuple[Hashable, float]] | None,
+    sparse: Sequence[tuple[Hashable, float]] | None,
     query_dense: Sequence[float] | None,
+    key: Callable[[str], Hashable] | None = None,
 ) -> list[Hit]:
-    """Fill each hit's dense/sparse score and 1-based rank from the per-side candidate lists.
+    """Fill each hit's dense/sparse score and 1-based rank from the per-side candidate lists,
+    which name a candidate by its id, or by `key(hit id)` when given (edge_requests.keyed_scores).
 
     A hit outside the dense candidates still gets its exact dense score (the engine's, or computed
     here from its stored vector), so the cosine threshold can judge every hit on the same scale.
@@ -331,12 +330,13 @@ def annotate(
     sparse_at = {pid: (rank, score) for rank, (pid, score) in enumerate(sparse or [], 1)}
     query = None if query_dense is None else np.asarray(query_dense, dtype=np.float64)
     for hit in fused:
-        if hit.id in dense_at:
-            hit.dense_rank, hit.dense_score = dense_at[hit.id]
+        pid = hit.id if key is None else key(hit.id)
+        if pid in dense_at:
+            hit.dense_rank, hit.dense_score = dense_at[pid]
         elif hit.dense_score is None and query is not None and hit.dense is not None:
             hit.dense_score = cosine(query, hit.dense)
-        if hit.id in sparse_at:
-            hit.sparse_rank, hit.sparse_score = sparse_at[hit.id]
+        if pid in sparse_at:
+            hit.sparse_rank, hit.sparse_score = sparse_at[pid]
     fused.sort(key=lambda h: (-h.score, -(h.dense_score if h.dense_score is not None else -2.0)))
     return fused
 

@@ -21,10 +21,10 @@ from rag_api.store.aliases import AliasFile
 from rag_api.store.base import (
     PAYLOAD_INDEXES,
     Store,
+    annotate,
     dense_of,
     engine_ids,
     hit_from,
-    id_scores,
     point_vectors,
     record_from,
 )
@@ -43,14 +43,16 @@ from rag_api.store.edge_requests import (
     among,
     dense_params,
     dense_query,
+    keyed_scores,
     payload_selector,
+    point_key,
     search_params,
     selector_filter,
     sparse_query,
     sparse_vector,
     str_id,
 )
-from rag_api.store.fusion import Missing, Scored, fuse, one_sided
+from rag_api.store.fusion import Missing, fuse, one_sided
 from rag_api.store.salvage import engine_failure, rebuild_shard, unreadable
 from rag_api.store.types import (
     DENSE,
@@ -218,9 +220,7 @@ class EdgeStore(Store):
         points = _call(self._shard(physical).query, request)
         return [hit_from(p, spec.with_dense) for p in points]
 
-    def _hybrid(
-        self, physical: str, spec: SearchSpec, info: CollectionInfo
-    ) -> tuple[list[Hit], list[tuple[str, float]], list[tuple[str, float]]]:
+    def _hybrid(self, physical: str, spec: SearchSpec, info: CollectionInfo) -> list[Hit]:
         assert spec.dense is not None and spec.sparse is not None
         flt, side = selector_filter(spec.selector), spec.candidates
         dense_q, sparse_q = dense_query(spec.dense, info), sparse_query(spec.sparse, info)
@@ -234,58 +234,68 @@ class EdgeStore(Store):
             ]
         )
         dense_pts, sparse_pts = _call(self._shard(physical).query_batch, batch)
-        dense, sparse = id_scores(dense_pts), id_scores(sparse_pts)
+        ids: dict[int, Any] = {}  # every candidate's engine id by its key (keyed_scores)
+        dense, sparse = keyed_scores(dense_pts, ids), keyed_scores(sparse_pts, ids)
         missing = None
         if spec.completes:
-            missing = self._missing(physical, dense_q, sparse_q, dense, sparse)
+            missing = self._missing(physical, dense_q, sparse_q, dense, sparse, ids)
         top = fuse(dense, sparse, spec.fusion, spec.rrf_k, spec.weighting, missing)[: spec.limit]
         with_vector = [info.dense_name] if spec.with_dense else False  # for MMR
-        wanted, payloads = [pid for pid, _ in top], payload_selector(spec.fields)
-        records = _call(self._shard(physical).retrieve, engine_ids(wanted), payloads, with_vector)
-        found = {str(r.id): r for r in records}
-        in_dense = {pid for pid, _ in dense}
+        wanted, payloads = [ids[key] for key, _ in top], payload_selector(spec.fields)
+        records = _call(self._shard(physical).retrieve, wanted, payloads, with_vector)
+        found = {point_key(record.id): record for record in records}
+        in_dense = {key for key, _ in dense}
         known = missing.cosines if missing is not None else {}
-        outside = [pid for pid in found if pid not in in_dense and pid not in known]
+        outside = [ids[key] for key in found if key not in in_dense and key not in known]
         cosines = {**known, **self._cosines(physical, dense_q, outside)}
-        hits = [  # a point deleted since the query is gone
+        kept = [(key, score) for key, score in top if key in found]  # a deleted point is gone
+        hits = [
             Hit(
-                pid,
+                str(ids[key]),
                 score,
-                found[pid].payload or {},
-                dense_score=cosines.get(pid),
-                dense=dense_of(found[pid].vector),
+                found[key].payload or {},
+                dense_score=cosines.get(key),
+                dense=dense_of(found[key].vector),
             )
-            for pid, score in top
-            if pid in found
+            for key, score in kept
         ]
-        return hits, dense, sparse
+        keys = {hit.id: key for hit, (key, _) in zip(hits, kept, strict=True)}
+        return annotate(hits, dense, sparse, spec.dense, keys.__getitem__)
 
     def _missing(
-        self, physical: str, dense_q: Any, sparse_q: Any, dense: Scored, sparse: Scored
+        self,
+        physical: str,
+        dense_q: Any,
+        sparse_q: Any,
+        dense: list[tuple[int, float]],
+        sparse: list[tuple[int, float]],
+        ids: dict[int, Any],
     ) -> Missing:
         """Each side's score of the best candidates only the other side listed, in one batch: the
         exact cosine of BM25-only ones, the BM25 score of dense-only ones (a sparse query over
         those points alone, which does not return a point that shares no term: 0)."""
         bm25_only, dense_only = one_sided(sparse, dense), one_sided(dense, sparse)
         requests = [
-            among(query, ids, exact=query is dense_q)
-            for query, ids in ((dense_q, bm25_only), (sparse_q, dense_only))
-            if ids
+            among(query, [ids[key] for key in keys], exact=query is dense_q)
+            for query, keys in ((dense_q, bm25_only), (sparse_q, dense_only))
+            if keys
         ]
         if not requests:
             return Missing()
         answers = iter(_call(self._shard(physical).query_batch, qe.QueryBatchRequest(requests)))
-        cosines = dict(id_scores(next(answers))) if bm25_only else {}
-        bm25 = dict.fromkeys(dense_only, 0.0) | dict(id_scores(next(answers)) if dense_only else [])
+        cosines = dict(keyed_scores(next(answers), ids)) if bm25_only else {}
+        bm25 = dict.fromkeys(dense_only, 0.0) | dict(
+            keyed_scores(next(answers), ids) if dense_only else []
+        )
         return Missing(cosines, bm25)
 
-    def _cosines(self, physical: str, query: Any, ids: list[str]) -> dict[str, float]:
-        """The engine's cosine of the query with each of these points: an exact search over them
-        alone, so no stored vector is read into Python (100 vectors cost more than the search)."""
+    def _cosines(self, physical: str, query: Any, ids: list[Any]) -> dict[int, float]:
+        """The engine's cosine of the query with each of these points (engine ids; by key): an
+        exact search over them alone, so no stored vector is read into Python (100 vectors cost
+        more than the search)."""
         if not ids:
             return {}
-        request = among(query, ids, exact=True)
-        return dict(id_scores(_call(self._shard(physical).query, request)))
+        return dict(keyed_scores(_call(self._shard(physical).query, among(query, ids, True)), {}))
 
     def optimize(self, physical: str) -> None:
         # an optimization may rewrite the shard's data into a new segment beside the old one

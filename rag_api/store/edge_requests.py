@@ -73,15 +73,35 @@ def dense_params(dim: int) -> qe.EdgeVectorParams:
     return qe.EdgeVectorParams(size=dim, distance=qe.Distance.Cosine, hnsw_config=graph)
 
 
-def among(query: Any, ids: Sequence[str], exact: bool = False) -> qe.QueryRequest:
-    """`query` scored over these points alone (every one of them it matches), exactly when asked:
-    each side's own score of candidates a search found by other means."""
+def among(query: Any, ids: Sequence[Any], exact: bool = False) -> qe.QueryRequest:
+    """`query` scored over these points alone (the engine's ids; every one of them it matches),
+    exactly when asked: each side's own score of candidates a search found by other means."""
     return qe.QueryRequest(
         limit=len(ids),
         query=query,
-        filter=selector_filter(Selector(ids=tuple(ids))),
+        filter=qe.Filter(must=[qe.HasIdCondition(set(ids))]),
         params=qe.SearchParams(exact=True) if exact else None,
     )
+
+
+def point_key(pid: Any) -> int:
+    """A point's key in a hybrid search (keyed_scores): a UUID's 128-bit integer, an integer id n
+    as ~n (negative: never a UUID's)."""
+    return ~pid if isinstance(pid, int) else pid.int
+
+
+def keyed_scores(points: Sequence[Any], ids: dict[int, Any]) -> list[tuple[int, float]]:
+    """(key, score) of each scored point, its engine id kept in `ids` under its key. A hybrid
+    search joins and fuses ~250 candidates by id and returns ~10: keyed by integers they hash and
+    compare in C, and only the returned hits' ids become strings (str() of a UUID costs ~1.3 us, in
+    Python: ~0.3 ms a search)."""
+    keyed = []
+    for point in points:
+        pid = point.id
+        key = point_key(pid)
+        ids[key] = pid
+        keyed.append((key, point.score))
+    return keyed
 
 
 def payload_selector(fields: Sequence[str] | None) -> Any:

@@ -16,9 +16,12 @@ weighted DBSF), so both engines fuse alike.
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
-Scored = list[tuple[str, float]]
+import numpy as np
+
+Scored = list[tuple[Hashable, float]]  # (candidate: its id, or the engine's key for it; score)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,8 +30,8 @@ class Missing:
     cosine of BM25-only ones, the BM25 score of dense-only ones (0 for one that shares no term
     with the query). A candidate absent here has no part on that side, as without them."""
 
-    cosines: dict[str, float] = field(default_factory=dict)
-    bm25: dict[str, float] = field(default_factory=dict)
+    cosines: dict[Hashable, float] = field(default_factory=dict)
+    bm25: dict[Hashable, float] = field(default_factory=dict)
 
 
 # the one-sided candidates scored on the other side: the best this many of each side's list
@@ -36,7 +39,7 @@ class Missing:
 COMPLETE_TOP = 20
 
 
-def one_sided(side: Scored, other: Scored, top: int | None = None) -> list[str]:
+def one_sided(side: Scored, other: Scored, top: int | None = None) -> list[Hashable]:
     """The ids of `side`'s best `top` candidates (default COMPLETE_TOP) that `other` did not list."""
     listed = {pid for pid, _ in other}
     return [pid for pid, _ in side if pid not in listed][: COMPLETE_TOP if top is None else top]
@@ -55,25 +58,44 @@ def fuse(
     part (its RRF terms, or its DBSF-scaled scores) is multiplied by its weight: 1 and 1 with
     `equal`, `standout_weights` with `standout` and with `standout_spread` (which also scales the
     dense stand-out by `dense_spread_factor`). With DBSF and `missing`, a candidate one side did
-    not list is scaled on that side too, by that side's own list (`complete_scores`)."""
-    sides = (dense, sparse)
-    if method == "rrf":
-        parts = [_rrf(side, rrf_k) for side in sides]
-    elif missing is None:
-        parts = [_dbsf(side) for side in sides]
-    else:
-        parts = complete_scores(dense, sparse, missing)
+    not list is scaled on that side too, by that side's own list (`complete_scores`).
+
+    The arithmetic runs on arrays over the candidates (~200 of them: 0.35 ms a search in Python
+    loops, ~0.1 ms so), with the same operations in the same order as the formulas above."""
     weights = (
         (1.0, 1.0)
         if weighting == "equal"
         else standout_weights(dense, sparse, dense_spread=weighting == "standout_spread")
     )
-    fused: dict[str, float] = {}
-    for part, weight in zip(parts, weights, strict=True):
-        for pid, score in part:
-            fused[pid] = fused.get(pid, 0.0) + weight * score
-    cosine = dict(dense) if missing is None else {**dict(dense), **missing.cosines}
-    return sorted(fused.items(), key=lambda item: (-item[1], -cosine.get(item[0], -2.0)))
+    dense_ids, dense_scores = _columns(dense)
+    sparse_ids, sparse_scores = _columns(sparse)
+    ids = list(dict.fromkeys(dense_ids + sparse_ids))  # the dense candidates first
+    at = {pid: i for i, pid in enumerate(ids)}
+    sparse_at = np.array([at[pid] for pid in sparse_ids], dtype=np.intp)
+    dense_at = np.arange(len(dense_ids))
+    cosine = np.full(len(ids), -2.0)
+    cosine[dense_at] = dense_scores
+    fused = np.zeros(len(ids))
+    if method == "rrf":
+        fused[dense_at] += weights[0] * _rrf(len(dense_ids), rrf_k)
+        fused[sparse_at] += weights[1] * _rrf(len(sparse_ids), rrf_k)
+    elif missing is None:
+        fused[dense_at] += weights[0] * _dbsf(dense_scores, dense_scores)
+        fused[sparse_at] += weights[1] * _dbsf(sparse_scores, sparse_scores)
+    else:  # complete scores: each side also scales the other side's candidates it scored
+        for own_at, own, weight, extra in (
+            (dense_at, dense_scores, weights[0], missing.cosines),
+            (sparse_at, sparse_scores, weights[1], missing.bm25),
+        ):
+            extra_at, extra_scores = _positions(extra, at)
+            scaled = _dbsf(np.concatenate((own, extra_scores)), own)
+            fused[own_at] += weight * np.maximum(scaled[: len(own)], 0.0)
+            fused[extra_at] += weight * np.maximum(scaled[len(own) :], 0.0)
+    if missing is not None and missing.cosines:
+        cosine_at, cosines = _positions(missing.cosines, at)
+        cosine[cosine_at] = cosines
+    order = np.lexsort((-cosine, -fused))  # stable: equal on both keep the candidates' order
+    return list(zip([ids[i] for i in order.tolist()], fused[order].tolist(), strict=True))
 
 
 def standout_weights(
@@ -124,7 +146,7 @@ def dense_spread_factor(dense: Scored) -> float:
 def _standout(side: Scored) -> float | None:
     if len(side) < 3:
         return None
-    mean, sd = _mean_sd([score for _, score in side[1:]])
+    mean, sd = _mean_sd(_columns(side[1:])[1])
     gap = side[0][1] - mean
     if sd <= 0:
         return STANDOUT_CAP if gap > 0 else 0.0
@@ -134,51 +156,68 @@ def _standout(side: Scored) -> float | None:
 def complete_scores(dense: Scored, sparse: Scored, missing: Missing) -> list[Scored]:
     """Each side's DBSF-scaled scores of its own candidates and of the other side's that
     `missing` scores (Bruch et al., "An Analysis of Fusion Functions for Hybrid Retrieval": fuse
-    scores, not lists).
+    scores, not lists); `fuse` applies the same rule to arrays.
 
     Without it a candidate that only one side listed gets 0 from the other, as if the other side
     had scored it at its mean - 3 sd; with it, it gets its real score, scaled by the mean and sd
     of that side's own list, and floored at that 0: a candidate scored there is never below one
     left unscored (below COMPLETE_TOP of its list), which keeps no part on that side. Measured in
     docs/retrieval.md."""
-    # the listed candidates first, as without: equal fused scores keep that order
-    dense_scores = {**dict(dense), **missing.cosines}
-    sparse_scores = {**dict(sparse), **missing.bm25}
-    return [
-        [(pid, max(score, 0.0)) for pid, score in _dbsf(list(scores.items()), listed)]
-        for scores, listed in ((dense_scores, dense), (sparse_scores, sparse))
-    ]
+    parts = []
+    for listed, extra in ((dense, missing.cosines), (sparse, missing.bm25)):
+        scores = {**dict(listed), **extra}  # the listed candidates first, as without
+        own = _columns(listed)[1]
+        scaled = np.maximum(_dbsf(np.array(list(scores.values()), dtype=np.float64), own), 0.0)
+        parts.append(list(zip(scores, scaled.tolist(), strict=True)))
+    return parts
 
 
-def _rrf(side: Scored, k: int) -> Scored:
-    return [(pid, 1.0 / (k + rank)) for rank, (pid, _) in enumerate(side, 1)]
+def _columns(side: Scored) -> tuple[list[Hashable], np.ndarray]:
+    """A side's ids and its scores as an array."""
+    if not side:
+        return [], np.zeros(0)
+    ids, scores = zip(*side, strict=True)
+    return list(ids), np.array(scores, dtype=np.float64)
 
 
-def _dbsf(side: Scored, listed: Scored | None = None) -> Scored:
-    """`side`'s scores scaled by the mean and sd of `listed` (the side's own candidates; default:
-    `side` itself)."""
-    listed = side if listed is None else listed
+def _positions(
+    scores: dict[Hashable, float], at: dict[Hashable, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Where these candidates are among all (`at`), and their scores, as arrays."""
+    return np.array([at[pid] for pid in scores], dtype=np.intp), np.array(
+        list(scores.values()), dtype=np.float64
+    )
+
+
+def _rrf(count: int, k: int) -> np.ndarray:
+    """1 / (k + rank) for ranks 1..count."""
+    return 1.0 / (k + np.arange(1, count + 1, dtype=np.float64))
+
+
+def _dbsf(scores: np.ndarray, listed: np.ndarray) -> np.ndarray:
+    """`scores` scaled by the mean and sd of `listed` (the side's own candidates' scores)."""
     if len(listed) < 2:
-        return [(pid, 0.5) for pid, _ in side]
-    mean, sd = _mean_sd([score for _, score in listed])
+        return np.full(len(scores), 0.5)
+    mean, sd = _mean_sd(listed)
     low, high = mean - 3 * sd, mean + 3 * sd
     if high == low:
-        return [(pid, 0.5) for pid, _ in side]
-    return [(pid, (score - low) / (high - low)) for pid, score in side]
+        return np.full(len(scores), 0.5)
+    return (scores - low) / (high - low)
 
 
-def _mean_sd(scores: list[float]) -> tuple[float, float]:
+def _mean_sd(scores: np.ndarray) -> tuple[float, float]:
     """Mean and sample standard deviation (n - 1) of at least two scores, as Qdrant's DBSF."""
-    mean = sum(scores) / len(scores)
-    return mean, math.sqrt(sum((x - mean) ** 2 for x in scores) / (len(scores) - 1))
+    values = scores.tolist()
+    mean = sum(values) / len(values)
+    return mean, math.sqrt(sum([(x - mean) ** 2 for x in values]) / (len(values) - 1))
 
 
 def rank_fusion(lists: list[list[str]], k: int, weights: list[float] | None = None) -> Scored:
     """Weighted RRF of any number of ranked id lists: sum of weight / (k + rank), ranks from 1.
     Ties keep the order of the lists, then of the ranks (the first list wins an equal score)."""
     weights = weights or [1.0] * len(lists)
-    fused: dict[str, float] = {}
+    fused: dict[Hashable, float] = {}
     for side, weight in zip(lists, weights, strict=True):
-        for pid, score in _rrf([(pid, 0.0) for pid in side], k):
+        for pid, score in zip(side, _rrf(len(side), k).tolist(), strict=True):
             fused[pid] = fused.get(pid, 0.0) + weight * score
     return sorted(fused.items(), key=lambda item: -item[1])  # stable: first seen first

@@ -19,6 +19,7 @@ from rag_api.store.base import (
     HNSW_M,
     PAYLOAD_INDEXES,
     Store,
+    annotate,
     cosine,
     dense_of,
     engine_ids,
@@ -247,9 +248,7 @@ class RemoteStore(Store):
         )
         return [hit_from(p, spec.with_dense) for p in response.points]
 
-    def _hybrid(
-        self, physical: str, spec: SearchSpec, info: CollectionInfo
-    ) -> tuple[list[Hit], list[tuple[str, float]], list[tuple[str, float]]]:
+    def _hybrid(self, physical: str, spec: SearchSpec, info: CollectionInfo) -> list[Hit]:
         assert spec.dense is not None and spec.sparse is not None
         flt, side, vector = _filter(spec.selector), spec.candidates, _with_vector(info.dense_name)
         # the two sides in one batch, with payloads, fused here (rag_api.store.fusion: the server
@@ -285,7 +284,7 @@ class RemoteStore(Store):
         hits = [hit_from(points[pid], True) for pid, _ in top]
         for hit, (_, score) in zip(hits, top, strict=True):
             hit.score = score
-        return hits, dense, sparse
+        return annotate(hits, dense, sparse, spec.dense)
 
     def _missing(
         self,
