@@ -99,7 +99,7 @@ class RetrievalConfig(Strict):
     # collection's language, else standout_spread (rag_api.model_languages, docs/retrieval.md)
     side_weights: Literal["auto", "standout_spread", "standout", "equal"] = "auto"
     # dbsf over complete scores: a candidate only one side listed gets the other side's real score
-    # (its cosine, its BM25 score) instead of 0 there (rag_api.store.fusion.complete_scores)
+    # (its cosine, its BM25 score) instead of 0 there (rag_api.store.fusion.complete_part)
     complete_scores: bool = True
     candidates: Annotated[int, Field(ge=1, le=1000)] = 100  # per side, for fusion
     # a source's evidence from its other chunks (rag_api.evidence): each of the best

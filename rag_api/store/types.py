@@ -142,7 +142,7 @@ class SearchSpec:
     # as source evidence over every candidate, reads the rest of the few it keeps afterwards
     fields: Sequence[str] | None = None
     # DBSF over complete scores: a candidate one side did not list gets that side's real score
-    # (store.fusion.complete_scores) instead of none
+    # (store.fusion.complete_part) instead of none
     complete: bool = False
 
     @property
