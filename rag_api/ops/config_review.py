@@ -9,6 +9,7 @@ from rag_api.embedder_dims import dim_problem, offline_problem
 from rag_api.errors import RagError
 from rag_api.evaluation.questions import configured_file, load_questions
 from rag_api.kb import folder_problem
+from rag_api.model_languages import knows_language, model_languages
 from rag_api.providers import EMBEDDERS
 from rag_api.settings import Settings
 
@@ -42,8 +43,27 @@ def review(settings: Settings, config: HubConfig, online: bool = False) -> list[
             item.notes.append(f"dim of {embedder.id} not checked: --online asks the model")
         elif problem := (_asked(settings, embedder) if online else offline_problem(embedder)):
             item.problems.append(problem)
+        if (
+            note := _weighting_note(cfg.retrieval.side_weights, embedder, cfg.language)
+        ) is not None:
+            item.notes.append(note)
         reviews.append(item)
     return reviews
+
+
+def _weighting_note(setting: str, embedder: EmbedderConfig, language: str) -> str | None:
+    """Why hybrid search will not weigh this collection's two sides equally (`auto`), if so."""
+    if setting != "auto" or knows_language(embedder, language):
+        return None
+    if model_languages(embedder) is None:
+        return (
+            f"hybrid search weighs dense and BM25 by stand-out: which languages {embedder.id} "
+            f"knows is not known (embedder.languages: [{language}] if it knows {language})"
+        )
+    return (
+        f"hybrid search weighs dense and BM25 by stand-out: {embedder.id} does not know "
+        f"'{language}' (a model that does may be better here)"
+    )
 
 
 def _asked(settings: Settings, embedder: EmbedderConfig) -> str | None:

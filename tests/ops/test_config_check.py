@@ -42,6 +42,32 @@ def test_a_sound_file_passes(tmp_path: Path, kb: Path) -> None:
     assert "api: hash:hash-test 64d, en, fed through the admin API (no kb folder)" in result.stdout
 
 
+def test_it_says_where_hybrid_search_will_not_weigh_its_sides_equally(
+    tmp_path: Path, kb: Path
+) -> None:
+    declared = {"provider": "hash", "model": "hash-test", "dim": 64, "languages": ["it"]}
+    config = write_config(
+        tmp_path / "c.yaml",
+        {
+            "english": minilm_collection(kb),  # MiniLM knows English: nothing to say
+            "italian": minilm_collection(kb, language="it"),
+            "unknown": hash_collection(kb),
+            "declared": hash_collection(kb, language="it", embedder=declared),
+            "fixed": hash_collection(kb, retrieval={"side_weights": "equal"}),
+        },
+    )
+    result = check(config)
+    assert result.returncode == 0, result.stdout + result.stderr
+    notes = [line for line in result.stdout.splitlines() if "weighs dense and BM25" in line]
+    assert notes == [
+        "  note: hybrid search weighs dense and BM25 by stand-out: "
+        "sentence-transformers:all-MiniLM-L6-v2 does not know 'it' "
+        "(a model that does may be better here)",
+        "  note: hybrid search weighs dense and BM25 by stand-out: which languages "
+        "hash:hash-test knows is not known (embedder.languages: [en] if it knows en)",
+    ]
+
+
 @pytest.mark.parametrize(
     ("embedder", "message"),
     [
