@@ -47,6 +47,7 @@ from rag_api.chunking import split_text  # noqa: E402
 from rag_api.config import ChunkingConfig, load_config  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
 from rag_api.payload import point_id  # noqa: E402
+from rag_api.retrieval import side_weighting  # noqa: E402
 from rag_api.settings import Settings  # noqa: E402
 from rag_api.store import PointData, SearchSpec  # noqa: E402
 from rag_api.store.base import hnsw_ef  # noqa: E402
@@ -205,6 +206,10 @@ def store_vs_engine(hub: Hub, queries: list[str]) -> tuple[list[float], list[flo
             candidates=retrieval.candidates,
             fusion=retrieval.fusion,
             rrf_k=retrieval.rrf_k,
+            weighting=side_weighting(
+                retrieval.side_weights, collection.cfg.embedder, collection.cfg.language
+            ),
+            complete=retrieval.complete_scores,  # the search a query makes, as configured
         )
         started = time.perf_counter()
         hybrid_query(shard, dense, sparse, retrieval, info.points < EXACT_BELOW)
