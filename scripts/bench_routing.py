@@ -12,7 +12,8 @@ e5-small): 300 of its 7,609 questions over 400 of its 2,010 paragraphs (every ju
 
 Each collection has a one-line `description` (a weak routing hint, as in collections.yaml).
 It prints routing accuracy (share of queries whose top passage comes from the dataset's own
-collection) and the naive merge's (n.acc), how often the decision was narrow, nDCG@10 of each
+collection) and the naive merge's (n.acc), on how many questions auto ranks better / worse than
+the naive merge (w/l, nDCG@10 question by question), how often the decision was narrow, nDCG@10 of each
 way (a document scores at its best chunk, evallib's trec_eval metrics), and p50 latency of
 `auto` vs the named collection (query embedding included; the embedding cache is emptied
 before every timed call), with auto's p50 per routing reason.
@@ -198,8 +199,16 @@ def measure(hub: Hub, own: str, dataset: Dataset) -> dict[str, Any]:
         f"{reason} {n} ({latency_summary(by_reason[reason])['p50_ms']:.0f} ms)"
         for reason, n in reasons.most_common()
     )
-    for way, run in runs.items():
-        row[way] = evaluate(run, dataset.qrels, ks=(10,)).mean["ndcg@10"]
+    scored = {way: evaluate(run, dataset.qrels, ks=(10,)) for way, run in runs.items()}
+    for way, evaluation in scored.items():
+        row[way] = evaluation.mean["ndcg@10"]
+    # question by question: how often auto ranks better / worse than the naive merge
+    pairs = [
+        (scored["auto"].per_query[qid]["ndcg@10"], ndcg["ndcg@10"])
+        for qid, ndcg in scored["naive"].per_query.items()
+    ]
+    row["wins"] = sum(auto > merged for auto, merged in pairs)
+    row["losses"] = sum(auto < merged for auto, merged in pairs)
     row["auto_ms"] = latency_summary(auto_s)["p50_ms"]
     row["named_ms"] = latency_summary(named_s)["p50_ms"]
     return row
@@ -235,13 +244,14 @@ def ranked(passages: list[Passage], own: str) -> list[tuple[str, float]]:
 def print_table(rows: list[dict[str, Any]]) -> None:
     print(
         f"{'collection':<10}{'queries':>8}{'accuracy':>9}{'narrow':>8}{'auto':>8}{'oracle':>8}"
-        f"{'ratio':>7}{'naive':>8}{'n.acc':>7}{'auto ms':>9}{'named ms':>9}{'ratio':>7}"
+        f"{'ratio':>7}{'naive':>8}{'n.acc':>7}{'w/l':>8}{'auto ms':>9}{'named ms':>9}{'ratio':>7}"
     )
     for r in rows:
         print(
             f"{r['collection']:<10}{r['queries']:>8}{r['accuracy']:>9.3f}{r['narrow']:>8.2f}"
             f"{r['auto']:>8.4f}{r['oracle']:>8.4f}{r['auto'] / r['oracle']:>7.3f}"
-            f"{r['naive']:>8.4f}{r['naive_accuracy']:>7.3f}{r['auto_ms']:>9.1f}{r['named_ms']:>9.1f}"
+            f"{r['naive']:>8.4f}{r['naive_accuracy']:>7.3f}{r['wins']:>4}/{r['losses']:<3}"
+            f"{r['auto_ms']:>9.1f}{r['named_ms']:>9.1f}"
             f"{r['auto_ms'] / r['named_ms']:>7.2f}  {r['reasons']}"
         )
     total = sum(r["queries"] for r in rows)
