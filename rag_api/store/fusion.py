@@ -75,6 +75,9 @@ def fuse(
     dense_at = np.arange(len(dense_ids))
     cosine = np.full(len(ids), -2.0)
     cosine[dense_at] = dense_scores
+    if missing is not None:  # a BM25-only candidate's cosine orders its ties too (any method)
+        cosine_at, cosines = _positions(missing.cosines, at)
+        cosine[cosine_at] = cosines
     fused = np.zeros(len(ids))
     if method == "rrf":
         fused[dense_at] += weights[0] * _rrf(len(dense_ids), rrf_k)
@@ -83,11 +86,8 @@ def fuse(
         fused[dense_at] += weights[0] * _dbsf(dense_scores, dense_scores)
         fused[sparse_at] += weights[1] * _dbsf(sparse_scores, sparse_scores)
     else:
-        complete_part(fused, at, dense_at, dense_scores, weights[0], missing.cosines)
-        complete_part(fused, at, sparse_at, sparse_scores, weights[1], missing.bm25)
-    if missing is not None and missing.cosines:
-        cosine_at, cosines = _positions(missing.cosines, at)
-        cosine[cosine_at] = cosines
+        complete_part(fused, dense_at, dense_scores, weights[0], cosine_at, cosines)
+        complete_part(fused, sparse_at, sparse_scores, weights[1], *_positions(missing.bm25, at))
     order = np.lexsort((-cosine, -fused))  # stable: equal on both keep the candidates' order
     return list(zip([ids[i] for i in order.tolist()], fused[order].tolist(), strict=True))
 
@@ -149,22 +149,21 @@ def _standout(side: Scored) -> float | None:
 
 def complete_part(
     fused: np.ndarray,
-    at: dict[Hashable, int],
     own_at: np.ndarray,
     own: np.ndarray,
     weight: float,
-    extra: dict[Hashable, float],
+    extra_at: np.ndarray,
+    extra_scores: np.ndarray,
 ) -> None:
-    """Add one side's DBSF part over complete scores to `fused`: its own candidates' scores and
-    those of the other side's candidates `extra` gives (a `Missing` map), all scaled by the mean
-    and sd of its own list (Bruch et al., "An Analysis of Fusion Functions for Hybrid Retrieval":
-    fuse scores, not lists), floored at 0, times `weight`.
+    """Add one side's DBSF part over complete scores to `fused`: its own candidates' scores (at
+    `own_at`) and those of the other side's candidates a `Missing` map gives (at `extra_at`), all
+    scaled by the mean and sd of its own list (Bruch et al., "An Analysis of Fusion Functions for
+    Hybrid Retrieval": fuse scores, not lists), floored at 0, times `weight`.
 
     Without it a candidate that only one side listed gets 0 from the other, as if the other side
     had scored it at its mean - 3 sd; with it, it gets its real score, and the floor keeps a
     candidate scored there never below one left unscored (below COMPLETE_TOP of its list), which
     keeps no part on that side. Measured in docs/retrieval.md."""
-    extra_at, extra_scores = _positions(extra, at)
     scaled = np.maximum(_dbsf(np.concatenate((own, extra_scores)), own), 0.0)
     fused[own_at] += weight * scaled[: len(own)]
     fused[extra_at] += weight * scaled[len(own) :]
