@@ -8,12 +8,16 @@ e5-small): 300 of its 7,609 questions over 400 of its 2,010 paragraphs (every ju
 
 - `auto`: rag_api.routing.route_search over all three collections;
 - the oracle: the dataset's own collection named explicitly (retrieval.search);
-- naive: every collection searched and the passages sorted by raw score (cosine), no routing.
+- naive: every collection searched with its own search, no routing, the passages of all sorted
+  two ways: by the score each search returned (the issue's "search all and sort by raw score"),
+  and by their raw cosine (a stronger baseline: it keeps each collection's hybrid candidates and
+  only orders them by one score the e5 collections share).
 
 Each collection has a one-line `description` (a weak routing hint, as in collections.yaml).
 It prints routing accuracy (share of queries whose top passage comes from the dataset's own
 collection) and the naive merge's (n.acc), on how many questions auto ranks better / worse than
-the naive merge (w/l, nDCG@10 question by question), how often the decision was narrow, nDCG@10 of each
+each naive merge: the mean nDCG@10 difference with its 95% paired-bootstrap interval, the questions
+better / worse and the sign test's p (scripts/evallib/paired.py), how often the decision was narrow, nDCG@10 of each
 way (a document scores at its best chunk, evallib's trec_eval metrics), and p50 latency of
 `auto` vs the named collection (query embedding included; the embedding cache is emptied
 before every timed call), with auto's p50 per routing reason.
@@ -53,10 +57,13 @@ from scripts.evallib import (  # noqa: E402
     latency_summary,
     load_dataset,
 )
+from scripts.evallib.paired import paired_difference  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
 TOP_K = 10
+NAIVE_WAYS = ("naive score", "naive cosine")
+WAYS = ("auto", "oracle", *NAIVE_WAYS)
 
 
 @dataclass(frozen=True)
@@ -166,7 +173,7 @@ def marker_dir(cache: Path, source: Source) -> Path:
 def measure(hub: Hub, own: str, dataset: Dataset) -> dict[str, Any]:
     """Every query of `dataset` through auto, the oracle and the naive merge."""
     collection = hub.collection(own)
-    runs: dict[str, dict[str, list[tuple[str, float]]]] = {"auto": {}, "oracle": {}, "naive": {}}
+    runs: dict[str, dict[str, list[tuple[str, float]]]] = {way: {} for way in WAYS}
     correct = narrow = naive_correct = 0
     reasons: Counter[str] = Counter()
     by_reason: dict[str, list[float]] = {}
@@ -185,11 +192,10 @@ def measure(hub: Hub, own: str, dataset: Dataset) -> dict[str, Any]:
         narrow += routed.routing.decision == "narrow"
         reasons[routed.routing.reason] += 1
         by_reason.setdefault(routed.routing.reason, []).append(auto_s[-1])
-        merged = naive(hub, text)
-        naive_correct += bool(merged) and merged[0].collection == own
-        runs["auto"][qid] = ranked(passages, own)
-        runs["oracle"][qid] = ranked(oracle, own)
-        runs["naive"][qid] = ranked(merged, own)
+        by_score, by_cosine = naive(hub, text)
+        naive_correct += bool(by_cosine) and by_cosine[0].collection == own
+        for way, found_passages in zip(WAYS, (passages, oracle, by_score, by_cosine), strict=True):
+            runs[way][qid] = ranked(found_passages, own)
     count = len(dataset.queries)
     row: dict[str, Any] = {"collection": own, "queries": count}
     row["accuracy"] = correct / count
@@ -202,13 +208,13 @@ def measure(hub: Hub, own: str, dataset: Dataset) -> dict[str, Any]:
     scored = {way: evaluate(run, dataset.qrels, ks=(10,)) for way, run in runs.items()}
     for way, evaluation in scored.items():
         row[way] = evaluation.mean["ndcg@10"]
-    # question by question: how often auto ranks better / worse than the naive merge
-    pairs = [
-        (scored["auto"].per_query[qid]["ndcg@10"], ndcg["ndcg@10"])
-        for qid, ndcg in scored["naive"].per_query.items()
-    ]
-    row["wins"] = sum(auto > merged for auto, merged in pairs)
-    row["losses"] = sum(auto < merged for auto, merged in pairs)
+    # question by question: auto against each naive merge
+    per_query = {
+        way: [evaluation.per_query[qid]["ndcg@10"] for qid in dataset.queries]
+        for way, evaluation in scored.items()
+    }
+    for way in NAIVE_WAYS:
+        row[f"vs {way}"] = paired_difference(per_query["auto"], per_query[way])
     row["auto_ms"] = latency_summary(auto_s)["p50_ms"]
     row["named_ms"] = latency_summary(named_s)["p50_ms"]
     return row
@@ -223,15 +229,19 @@ def timed(hub: Hub, call: Callable[[], T], seconds: list[float]) -> T:
     return result
 
 
-def naive(hub: Hub, text: str) -> list[Passage]:
-    """Every enabled collection searched alone, passages of all sorted by their raw cosine."""
+def naive(hub: Hub, text: str) -> tuple[list[Passage], list[Passage]]:
+    """Every enabled collection searched alone; the passages of all sorted by the score their
+    search returned, and by their raw cosine."""
     merged: list[Passage] = []
     for name in hub.collections:
         for passage in search(hub.collection(name), SearchRequest(text, top_k=TOP_K)).passages:
             passage.collection = name
             merged.append(passage)
-    merged.sort(key=lambda p: -(p.dense_score if p.dense_score is not None else p.score))
-    return merged[:TOP_K]
+    by_score = sorted(merged, key=lambda p: -p.score)
+    by_cosine = sorted(
+        merged, key=lambda p: -(p.dense_score if p.dense_score is not None else p.score)
+    )
+    return by_score[:TOP_K], by_cosine[:TOP_K]
 
 
 def ranked(passages: list[Passage], own: str) -> list[tuple[str, float]]:
@@ -244,15 +254,22 @@ def ranked(passages: list[Passage], own: str) -> list[tuple[str, float]]:
 def print_table(rows: list[dict[str, Any]]) -> None:
     print(
         f"{'collection':<10}{'queries':>8}{'accuracy':>9}{'narrow':>8}{'auto':>8}{'oracle':>8}"
-        f"{'ratio':>7}{'naive':>8}{'n.acc':>7}{'w/l':>8}{'auto ms':>9}{'named ms':>9}{'ratio':>7}"
+        f"{'ratio':>7}{'n.score':>8}{'n.cos':>8}{'n.acc':>7}{'auto ms':>9}{'named ms':>9}"
+        f"{'ratio':>7}"
     )
     for r in rows:
         print(
             f"{r['collection']:<10}{r['queries']:>8}{r['accuracy']:>9.3f}{r['narrow']:>8.2f}"
             f"{r['auto']:>8.4f}{r['oracle']:>8.4f}{r['auto'] / r['oracle']:>7.3f}"
-            f"{r['naive']:>8.4f}{r['naive_accuracy']:>7.3f}{r['wins']:>4}/{r['losses']:<3}"
+            f"{r['naive score']:>8.4f}{r['naive cosine']:>8.4f}{r['naive_accuracy']:>7.3f}"
             f"{r['auto_ms']:>9.1f}{r['named_ms']:>9.1f}"
             f"{r['auto_ms'] / r['named_ms']:>7.2f}  {r['reasons']}"
+        )
+    print("auto - naive, nDCG@10 per question: mean [95% interval] better/worse sign-test p")
+    for r in rows:
+        print(
+            f"{r['collection']:<10}"
+            + "   ".join(f"{way}: {r[f'vs {way}'].summary()}" for way in NAIVE_WAYS)
         )
     total = sum(r["queries"] for r in rows)
     accuracy = sum(r["accuracy"] * r["queries"] for r in rows) / total

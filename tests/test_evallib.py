@@ -183,3 +183,34 @@ def test_load_squad_it_merges_duplicate_paragraphs() -> None:
     # Article 3's paragraphs 0 and 22 share one text: merged under the first id, 3 + 3 questions.
     assert "3-22" not in ds.corpus
     assert sum(1 for rels in ds.qrels.values() if "3-0" in rels) == 6
+
+
+def test_sign_test_exact_by_hand() -> None:
+    from scripts.evallib.paired import sign_test
+
+    # 5 wins, 0 losses: both tails of a fair coin, 2 * (1/2)^5
+    assert sign_test(5, 0) == pytest.approx(2 / 32)
+    # 2 wins, 1 loss: P(X <= 1) = (1 + 3) / 8, doubled and capped at 1
+    assert sign_test(2, 1) == 1.0
+    # 8 / 2: (1 + 10 + 45) / 1024 doubled
+    assert sign_test(8, 2) == pytest.approx(112 / 1024)
+    assert sign_test(0, 0) == 1.0
+
+
+def test_paired_difference_interval_holds_the_mean_and_excludes_zero_only_when_clear() -> None:
+    from scripts.evallib.paired import paired_difference
+
+    clear = paired_difference([1.0] * 40 + [0.5] * 10, [0.5] * 40 + [0.5] * 10)
+    assert clear.mean == pytest.approx(0.4)
+    assert 0 < clear.low <= clear.mean <= clear.high
+    assert (clear.wins, clear.losses) == (40, 0)
+    assert clear.sign_p < 1e-10
+
+    coin = [1.0, 0.0] * 25
+    unclear = paired_difference(coin, coin[1:] + coin[:1])  # 25 wins, 25 losses, mean 0
+    assert unclear.mean == pytest.approx(0.0)
+    assert unclear.low < 0 < unclear.high
+    assert unclear.sign_p == 1.0
+    assert paired_difference(coin, coin[::-1]) == paired_difference(coin, coin[::-1])  # seeded
+    with pytest.raises(ValueError):
+        paired_difference([], [])
