@@ -160,6 +160,7 @@ def minilm_runtimes(cache: Path, chunks: list[str], queries: list[str]) -> None:
                     return model.encode(batch, normalize_embeddings=True, batch_size=32)
 
                 results[runtime] = measure(embed, chunks, queries)
+                floor = matmul_floor(model, queries)
             else:
                 results[runtime] = measure(embedder.embed, chunks, queries)
 
@@ -175,6 +176,33 @@ def minilm_runtimes(cache: Path, chunks: list[str], queries: list[str]) -> None:
             f"{runtime:<10} {r['p50_ms']:8.2f}ms {r['p95_ms']:6.2f}ms {base['p50_ms'] / r['p50_ms']:7.2f}x"
             f" {r['rate']:9.1f} {r['rate'] / base['rate']:7.2f}x {cos.mean():9.4f} {cos.min():8.4f}"
         )
+    print(floor)
+
+
+def matmul_floor(model, queries: list[str]) -> str:
+    """What this CPU allows one query at best: the model's matrix products (the bulk of its
+    arithmetic) at the rate one core multiplies fp32 matrices of that shape (numpy's BLAS on 1
+    thread, the same run), next to which the measured p50s above can be read."""
+    from threadpoolctl import threadpool_limits
+
+    config = model[0].auto_model.config
+    hidden, inner, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+    tokens = int(np.median([len(ids) for ids in model.tokenizer(queries)["input_ids"]]))
+    flops = 2 * tokens * layers * (4 * hidden * hidden + 2 * hidden * inner)
+    a = np.random.default_rng(0).random((tokens, hidden), dtype=np.float32)
+    b = np.random.default_rng(1).random((hidden, inner), dtype=np.float32)
+    with threadpool_limits(1):
+        for _ in range(50):
+            a @ b
+        started, n = time.perf_counter(), 2000
+        for _ in range(n):
+            a @ b
+        rate = 2 * tokens * hidden * inner * n / (time.perf_counter() - started)
+    return (
+        f"floor: a {tokens}-token query (the median) is {flops / 1e6:.0f} MFLOP of matrix products;"
+        f" one core does {rate / 1e9:.0f} GFLOPS fp32 on that shape, so >= {flops / rate * 1e3:.1f}"
+        f" ms before any other operator (int8 on AVX2 without VNNI: at most 2x that rate)"
+    )
 
 
 if __name__ == "__main__":
