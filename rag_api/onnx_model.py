@@ -16,8 +16,9 @@ Runtimes:
   switching to or from it is a migration.
 
 Serving needs neither torch nor transformers: `tokenizers` + `onnxruntime` only. Two sessions per
-model: one for single queries on `query_threads`, one for batches (run side by side by
-`bulk_threads` workers), so a query never queues behind an indexing batch.
+model: one for queries on `query_threads`, one for writes (run side by side by `bulk_threads`
+workers at a lower OS priority, rag_api/batch_threads.py), so a query never queues behind an
+indexing batch or an upsert, nor shares the cores with one as an equal.
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rag_api.atomic import publish_folder
+from rag_api.batch_threads import batch_workers
 from rag_api.embedding import Embedder, load_sentence_transformer, local_model_path
 from rag_api.errors import ConfigError
 from rag_api.onnx_export import FP32_FILE, INT8_FILE, export_pipeline, quantize
@@ -123,6 +124,7 @@ def onnx_embedder(cfg: EmbedderConfig, settings: Settings) -> OnnxEmbedder | Non
         cfg.batch_size,
         query_threads=settings.query_threads,
         bulk_threads=settings.torch_threads,
+        batch_nice=settings.batch_nice,
     )
 
 
@@ -237,12 +239,14 @@ class OnnxSession:
 
 
 class OnnxEmbedder(Embedder):
-    """A sentence-transformers model on ONNX Runtime: queries and batches on separate sessions.
+    """A sentence-transformers model on ONNX Runtime: queries and writes on separate sessions.
 
-    Batches run on one single-threaded session from `bulk_threads` worker threads, one batch
-    each (ONNX Runtime releases the GIL): measured on 2 cores, two batches side by side embed
-    1.2-1.3x more chunks/s than one batch at a time on a 2-thread intra-op pool, which waits at
-    every operator for its slower thread (scripts/bench_embed.py).
+    A query (one text, `query=True`) runs on the caller's thread, on the query session. Anything
+    else, even a one-chunk upsert, runs on one single-threaded session from `bulk_threads` worker
+    threads, one batch each (ONNX Runtime releases the GIL), `batch_nice` levels below the
+    caller's priority: measured on 2 cores, two batches side by side embed 1.2-1.3x more chunks/s
+    than one batch at a time on a 2-thread intra-op pool, which waits at every operator for its
+    slower thread (scripts/bench_embed.py).
     """
 
     def __init__(
@@ -254,16 +258,16 @@ class OnnxEmbedder(Embedder):
         batch_size: int = 32,
         query_threads: int = 1,
         bulk_threads: int | None = None,
+        batch_nice: int = 0,
     ) -> None:
         super().__init__("sentence-transformers", model)
         self.build = build
         self.runtime = runtime
         self.source = source
         self.batch_size = batch_size
-        self._bulk_threads = bulk_threads or os.cpu_count() or 1
         self._query = self._session(query_threads)
         self._bulk: OnnxSession | None = None
-        self._workers: ThreadPoolExecutor | None = None
+        self._workers = batch_workers(bulk_threads or os.cpu_count() or 1, batch_nice, "onnx-bulk")
         self._lock = threading.Lock()
         self.dim = int(self._query.embed(["dimension probe"]).shape[1])
 
@@ -273,9 +277,9 @@ class OnnxEmbedder(Embedder):
         return OnnxSession(model_file, tokenizer, self.build.manifest, threads)
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
-        if len(texts) == 1:
+        if query and len(texts) == 1:
             return self._query.embed(texts)
-        bulk, workers = self._bulk_runner()
+        bulk = self._bulk_session()
         # sorted by length, as encode() does: each batch pads only to its own longest text
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         out = np.empty((len(texts), self.dim), dtype=np.float32)
@@ -284,22 +288,17 @@ class OnnxEmbedder(Embedder):
             out[picked] = bulk.embed([texts[i] for i in picked])
 
         batches = [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
-        if len(batches) == 1:
-            run(batches[0])
-        else:
-            for _ in workers.map(run, batches):  # re-raises a batch's error here
-                pass
+        for _ in self._workers.map(run, batches):  # re-raises a batch's error here
+            pass
         return out
 
-    def _bulk_runner(self) -> tuple[OnnxSession, ThreadPoolExecutor]:
-        if self._bulk is None or self._workers is None:
+    def _bulk_session(self) -> OnnxSession:
+        """Made on a worker: any thread the session starts is born at the workers' priority."""
+        if self._bulk is None:
             with self._lock:
-                if self._bulk is None or self._workers is None:
-                    self._workers = ThreadPoolExecutor(
-                        self._bulk_threads, thread_name_prefix="onnx-bulk"
-                    )
-                    self._bulk = self._session(1)
-        return self._bulk, self._workers
+                if self._bulk is None:
+                    self._bulk = self._workers.submit(self._session, 1).result()
+        return self._bulk
 
     def dimension(self) -> int:
         return self.dim

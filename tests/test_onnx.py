@@ -48,7 +48,7 @@ def test_fp32_export_gives_the_torch_vectors(cache: Path, model_copy: Path) -> N
     assert build.manifest["min_cosine_to_torch"] >= 0.9999
     reference = load_sentence_transformer(str(MINILM_DIR)).encode(TEXTS, normalize_embeddings=True)
     embedder = OnnxEmbedder("minilm", build, "onnx", model_copy, batch_size=2)
-    single = np.vstack([embedder.embed([t]) for t in TEXTS])  # the query session
+    single = np.vstack([embedder.embed([t], query=True) for t in TEXTS])  # the query session
     batch = embedder.embed(TEXTS)  # the bulk session, length-sorted batches of 2
     for rows in (single, batch):
         assert rows.shape == (4, 384) and rows.dtype == np.float32
