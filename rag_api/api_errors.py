@@ -124,7 +124,8 @@ def install_error_handlers(app: FastAPI) -> None:
         message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
         if exc.status_code == 404 and message == "Not Found":
             message = f"no route {request.method} {request.url.path}"
-        return render_error(request.scope, exc.status_code, code, message)
+        # its headers too: a 405's Allow (RFC 9110) names the methods the route does take
+        return render_error(request.scope, exc.status_code, code, message, headers=exc.headers)
 
     @app.exception_handler(Exception)
     async def _crash(request: Request, exc: Exception) -> JSONResponse:

@@ -17,6 +17,7 @@ from rag_api.openai_compat.reply import start_reply
 from rag_api.openai_compat.routing import find_model, model_card, models
 from rag_api.openai_compat.schemas import ChatRequest, ResponsesRequest
 from rag_api.openai_compat.sse import EventStream
+from rag_api.routes.any_path import ANY
 from rag_api.routes.deps import HubDep, get_generation
 from rag_api.routes.schemas import STREAMED, ChatCompletion, ModelCard, ModelList, ResponseObject
 
@@ -68,7 +69,7 @@ for prefix in ("/v1", ""):
     shown = prefix == "/v1"  # the unprefixed twins stay out of the OpenAPI schema
     for path, endpoint, method, answer in (
         ("/models", list_models, "GET", ModelList),
-        ("/models/{model:path}", retrieve_model, "GET", ModelCard),
+        (f"/models/{{model:{ANY}}}", retrieve_model, "GET", ModelCard),
         ("/chat/completions", chat_completions, "POST", ChatCompletion),
         ("/responses", create_response, "POST", ResponseObject),
     ):

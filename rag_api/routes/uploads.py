@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rag_api.auth import require_admin, require_reader
 from rag_api.errors import InvalidRequest, NotReady, PayloadTooLarge
+from rag_api.routes.any_path import ANY
 from rag_api.routes.deps import HubDep
 from rag_api.uploads import schemas
 from rag_api.uploads.intake import Incoming
@@ -147,7 +148,7 @@ def list_files(collection: str, request: Request, uploads: UploadsDep) -> Result
     return uploads.files(collection, bad)
 
 
-@router.get("/collections/{collection}/files/{path:path}", dependencies=READ)
+@router.get(f"/collections/{{collection}}/files/{{path:{ANY}}}", dependencies=READ)
 def download(collection: str, path: FilePath, uploads: UploadsDep) -> FileResponse:
     """The original file, as uploaded or copied into the kb folder."""
     found = uploads.original(collection, path)
@@ -155,7 +156,7 @@ def download(collection: str, path: FilePath, uploads: UploadsDep) -> FileRespon
 
 
 @router.delete(
-    "/collections/{collection}/files/{path:path}",
+    f"/collections/{{collection}}/files/{{path:{ANY}}}",
     dependencies=WRITE,
     response_model=schemas.Deleted,
     **EXACT,

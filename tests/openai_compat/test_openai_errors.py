@@ -189,7 +189,7 @@ def test_every_openai_route_answers_errors_in_openai_shape(tmp_path, make_settin
     config = write_config(tmp_path / "collections.yaml", {"docs": hash_collection()})
     live = serve(make_settings(config, "memory", api_key="reader-key"))
     calls = [
-        (method, route.path.replace("{model:path}", "docs"))
+        (method, route.path.replace("{model:any}", "docs"))
         for route in router.routes
         for method in route.methods
     ]
@@ -205,5 +205,26 @@ def test_every_openai_route_answers_errors_in_openai_shape(tmp_path, make_settin
                 assert response.status_code == status, (method, path, response.text)
                 assert set(error) == {"message", "type", "param", "code"}, (path, error)
                 assert (error["type"], error["code"]) == ("invalid_request_error", code)
+                if status == 405:  # RFC 9110: a 405 lists the methods the route does take
+                    assert response.headers["allow"] == method, (path, response.headers)
         assert_error_shape(client.get("/collections"), 401, "UNAUTHORIZED")
-        assert_error_shape(client.delete("/collections", headers=key), 405, "METHOD_NOT_ALLOWED")
+        wrong = client.delete("/collections", headers=key)
+        assert_error_shape(wrong, 405, "METHOD_NOT_ALLOWED")
+        assert wrong.headers["allow"] == "GET"
+
+
+def test_a_model_name_with_a_line_break_is_an_unknown_model(tmp_path, make_settings, serve):
+    """`GET /v1/models/{model}` takes any name: one with an encoded line break (%0A) is an unknown
+    model in OpenAI's shape, not a hub-shaped "no route" 404."""
+    config = write_config(
+        tmp_path / "collections.yaml", {"docs": hash_collection()}, unknown_model="error"
+    )
+    live = serve(make_settings(config, "memory"))
+    client = openai.OpenAI(base_url=live.url + "/v1", api_key="x", max_retries=0)
+    with pytest.raises(openai.NotFoundError) as info:
+        client.models.retrieve("docs\nforged")
+    assert info.value.code == "model_not_found", info.value.body
+    with live.client() as http:
+        response = http.get("/models/a%0Ab%0D")
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "model_not_found", response.text

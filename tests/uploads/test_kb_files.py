@@ -110,6 +110,11 @@ def test_download_gives_the_original(start, kb: Path, tmp_path: Path) -> None:
             assert_error_shape(
                 http.get(f"/v1/collections/docs/files/{path}"), 404, "FILE_NOT_FOUND"
             )
+        # an encoded line break reaches the route like any name (it was a "no route" 404): inside
+        # a name it is a character no file name holds, around one a blank an upload drops too
+        broken = http.get("/v1/collections/docs/files/a%0D%0Ab.md")
+        assert "cannot hold" in assert_error_shape(broken, 404, "FILE_NOT_FOUND")["message"]
+        assert http.get("/v1/collections/docs/files/faq.md%0A").text == (kb / "faq.md").read_text()
         assert_error_shape(http.get("/v1/collections/notes/files/a.md"), 409, "NO_KB_FOLDER")
 
 
