@@ -34,11 +34,22 @@ class RequestIdFilter(logging.Filter):
         return True
 
 
+# A message can hold what a client sent (a path with an encoded %0A, a collection name): a line
+# break in it would start a line of the client's making in the text log, so the message's control
+# characters and Unicode line separators are written escaped (a traceback keeps its lines).
+_ESCAPED = {c: f"\\x{c:02x}" for c in (*range(32), 0x7F, 0x85) if c != 9}
+_ESCAPED |= {10: "\\n", 13: "\\r", 0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
 class TextFormatter(logging.Formatter):
-    """The terminal's line, ending in the request id when logged for a request."""
+    """The terminal's line, ending in the request id when logged for a request; one record, one
+    line (up to its traceback)."""
 
     def __init__(self) -> None:
         super().__init__(TEXT_FORMAT)
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 (logging's name)
+        return super().formatMessage(record).translate(_ESCAPED)
 
     def format(self, record: logging.LogRecord) -> str:
         line = super().format(record)

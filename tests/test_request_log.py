@@ -92,3 +92,45 @@ def _indexed(http: httpx.Client) -> bool:
     except httpx.TransportError:
         return False
     return status["collections"].get("notes", {}).get("files") == 1
+
+
+def test_a_line_break_sent_by_a_client_cannot_forge_a_text_log_line(tmp_path: Path) -> None:
+    """A client's %0A in a path (the access line) or a line break in a collection name (a route's
+    own log line) is written escaped: each record stays one line of the text log."""
+    config = write_config(tmp_path / "c.yaml", {"notes": hash_collection()})
+    port, log_path = free_port(), tmp_path / "stderr.log"
+    env = {"RAG_CONFIG": str(config), "RAG_DATA_DIR": str(tmp_path / "data"), "RAG_PORT": str(port)}
+    forged = "2026-01-01 00:00:00,000 ERROR rag_api.auth: admin key accepted"
+    with log_path.open("w") as stderr:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "rag_api", "serve"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            env=cli_env({**env, "RAG_LOG_FORMAT": "text"}),
+            cwd=REPO,
+        )
+    try:
+        http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60)
+        wait_for(lambda: _answers(http), timeout=120)
+        path = "/nope%0A" + forged.replace(" ", "%20")
+        assert_error_shape(http.get(path, headers={"X-Request-ID": "fz-1"}), 404, "NOT_FOUND")
+        body = {"collection": "x\r\n" + forged}
+        refused = http.post("/v1/ops/check", json=body, headers={"X-Request-ID": "fz-2"})
+        assert refused.json()["exit_code"] == 2, refused.text  # could not run: logged as such
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(60)
+
+    lines = log_path.read_text().splitlines()
+    assert not [line for line in lines if line.startswith(forged[:10])], lines
+    for rid in ("fz-1", "fz-2"):  # the client's text stays inside its request's line, escaped
+        mine = [line for line in lines if line.endswith(f"[request_id={rid}]")]
+        assert any("\\n" + forged in line for line in mine), lines
+
+
+def _answers(http: httpx.Client) -> bool:
+    try:
+        return http.get("/health").status_code == 200
+    except httpx.TransportError:
+        return False
