@@ -9,9 +9,10 @@ import pytest
 from rag_api.api_errors import ErrorBody
 from rag_api.openai_compat.errors import OpenAIErrorBody
 from rag_api.routes import schemas
+from rag_api.routes.ops import Events
 from rag_api.settings import Settings
 from tests.conftest import hash_collection, write_config
-from tests.support.openai_support import REFUND, start_indexed, write_kb
+from tests.support.openai_support import KB, REFUND, start_indexed, write_kb
 
 ASK = {"model": "docs", "messages": [{"role": "user", "content": REFUND}]}
 CALLS = [  # (method, route in the schema, path, body)
@@ -76,3 +77,17 @@ def test_errors_answer_the_documented_shape(live, method, route, path, body, sta
     assert answer.status_code == status, answer.text
     got = answer.json()
     assert model.model_validate(got).model_dump(mode="json", exclude_unset=True) == got
+
+
+def test_answers_that_are_not_json_document_their_type(live) -> None:
+    """A kb file's download answers the file's own type and a migration streams NDJSON: the schema
+    says so (it said application/json for both)."""
+    paths = httpx.get(live.url + "/openapi.json").json()["paths"]
+    name = next(iter(KB))
+    download = httpx.get(f"{live.url}/v1/collections/docs/files/{name}")
+    assert download.status_code == 200 and download.text == KB[name]
+    assert download.headers["content-type"].startswith("text/markdown")  # not JSON
+    documented = paths["/v1/collections/{collection}/files/{path}"]["get"]["responses"]["200"]
+    assert list(documented["content"]) == ["*/*"]  # any type: the file's own
+    migrate = paths["/v1/ops/migrate"]["post"]["responses"]["200"]
+    assert list(migrate["content"]) == [Events.media_type] == ["application/x-ndjson"]

@@ -60,7 +60,24 @@ def migrate_plan(body: MigrateBody, hub: HubDep) -> dict[str, Any]:
     return body.plan(hub).as_dict()
 
 
-@router.post("/migrate", dependencies=ADMIN)
+class Events(StreamingResponse):
+    """The NDJSON event stream; sets `cancel` however it ends (a client gone before the first
+    line included), a no-op once the migration has finished."""
+
+    media_type = "application/x-ndjson"
+
+    def __init__(self, content: AsyncIterator[bytes], cancel: threading.Event) -> None:
+        super().__init__(content)
+        self.cancel = cancel
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.cancel.set()
+
+
+@router.post("/migrate", dependencies=ADMIN, response_class=Events, status_code=200)  # NDJSON
 def migrate(body: MigrateBody, hub: HubDep) -> StreamingResponse:
     """Run a migration, streaming NDJSON events: plan, progress..., then done or error.
 
@@ -100,23 +117,6 @@ def migrate(body: MigrateBody, hub: HubDep) -> StreamingResponse:
 
     threading.Thread(target=work, name=f"migrate-{plan.collection}", daemon=True).start()
     return Events(stream(), cancel)
-
-
-class Events(StreamingResponse):
-    """The NDJSON event stream; sets `cancel` however it ends (a client gone before the first
-    line included), a no-op once the migration has finished."""
-
-    media_type = "application/x-ndjson"
-
-    def __init__(self, content: AsyncIterator[bytes], cancel: threading.Event) -> None:
-        super().__init__(content)
-        self.cancel = cancel
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            self.cancel.set()
 
 
 @router.post("/drop-old", dependencies=ADMIN)

@@ -148,7 +148,12 @@ def list_files(collection: str, request: Request, uploads: UploadsDep) -> Result
     return uploads.files(collection, bad)
 
 
-@router.get(f"/collections/{{collection}}/files/{{path:{ANY}}}", dependencies=READ)
+@router.get(
+    f"/collections/{{collection}}/files/{{path:{ANY}}}",
+    dependencies=READ,
+    response_class=FileResponse,
+    responses={200: {"content": {"*/*": {}}, "description": "The file, typed by its name"}},
+)
 def download(collection: str, path: FilePath, uploads: UploadsDep) -> FileResponse:
     """The original file, as uploaded or copied into the kb folder."""
     found = uploads.original(collection, path)
