@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag_api import payload
+from rag_api.metadata import INT_MAX, INT_MIN
 
 Scalar = str | int | float | bool
 DENSE = "dense"
@@ -119,8 +120,9 @@ class Selector:
 
 
 def _equality(key: str, value: Scalar) -> Condition:
-    """A stored 3 matches 3.0; a fractional float can only be matched as a one-point range."""
-    if isinstance(value, float) and not value.is_integer():
+    """A stored 3 matches 3.0; a float that is no 64-bit integer (3.5, or a whole 1e308: the
+    engine's match takes 64-bit integers only) can only be matched as a one-point range."""
+    if isinstance(value, float) and not (value.is_integer() and INT_MIN <= value <= INT_MAX):
         return Condition("range", key, gte=value, lte=value)
     return Condition("equals", key, int(value) if isinstance(value, float) else value)
 

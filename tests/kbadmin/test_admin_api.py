@@ -124,6 +124,28 @@ def test_listing_order_paging_and_stable_index(hub_server: LiveServer) -> None:
         assert filtered["total"] == 0 and filtered["items"] == []
 
 
+def test_a_whole_number_past_64_bits_filters_as_a_number(hub_server: LiveServer) -> None:
+    """A metadata filter such as 1e308 (a whole float, but no 64-bit integer) crashed every
+    filtered read with a 500; it is compared as a number: it finds the chunk storing it, only."""
+    with rag(hub_server) as http:
+        stored = http.post("/upsert/document", json={**DOC, "metadata": {"x": 1e308, "n": 2}})
+        assert stored.status_code == 200, stored.text
+        for value, found in ((1e308, ["s"]), (1e300, []), (-1e308, []), (2.0, [])):
+            where = {"x": value}
+            search = {"query": "document", "threshold": -1, "filters": {"metadata": where}}
+            for path, body, key in (
+                ("/search", search, "results"),
+                ("/chunks/list", {"metadata": where}, "items"),
+            ):
+                answer = http.post(path, json=body)
+                assert answer.status_code == 200, (path, value, answer.text)
+                assert [hit["source"] for hit in answer.json()[key]] == found, (path, value)
+        query = {"query": "document", "threshold": -1, "filters": {"metadata": {"x": 1e308}}}
+        answer = httpx.post(f"{hub_server.url}/query/docs", json=query, timeout=60)
+        assert answer.status_code == 200, answer.text
+        assert [hit["source"] for hit in answer.json()["sources"]] == ["s"]
+
+
 def test_kb_file_chunks_are_editable_until_the_next_reload(hub_server: LiveServer) -> None:
     with rag(hub_server) as http:
         http.post("/reload", json={})
