@@ -129,7 +129,12 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _crash(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return render_error(
-            request.scope, 500, "INTERNAL_ERROR", f"internal error: {type(exc).__name__}"
-        )
+        return crash_response(request.scope, exc)
+
+
+def crash_response(scope: Scope, exc: Exception) -> JSONResponse:
+    """A bug's 500 (logged with its traceback) in the route's shape. rag_api.request_log renders
+    it inside the request's context, so body and log line carry the request's id; the app's
+    outermost handler (above) only sees what escapes that."""
+    log.error("unhandled error on %s %s", scope["method"], scope["path"], exc_info=exc)
+    return render_error(scope, 500, "INTERNAL_ERROR", f"internal error: {type(exc).__name__}")

@@ -33,7 +33,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from rag_api.api_errors import rag_error_response
+from rag_api.api_errors import crash_response, rag_error_response
 from rag_api.auth import is_reader
 from rag_api.errors import RagError
 from rag_api.json_body import NOT_JSON, UNLABELLED, checked, read_body, replay
@@ -92,6 +92,8 @@ class HotReads:
                 response = await self.workers.run(read.work, hub, parsed, param)
             except RagError as exc:
                 response = rag_error_response(Request(scope), exc)
+            except Exception as exc:  # a bug: its 500 names this request, like any error
+                response = crash_response(scope, exc)
             status = response.status_code
             headers = request.headers(response.raw_headers)
             await send({"type": "http.response.start", "status": status, "headers": headers})

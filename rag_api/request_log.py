@@ -22,6 +22,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from rag_api.api_errors import crash_response
 from rag_api.metrics import HTTP_LATENCY, HTTP_REQUESTS
 from rag_api.request_context import RequestContext, current, request_id_from
 
@@ -46,16 +47,22 @@ class RequestLog:
         header = next((v for k, v in scope["headers"] if k == b"x-request-id"), b"")
         request = Tracked(header)
         status = 500  # what the server answers when the app fails before a response
+        started = False
 
         async def send_with_id(message: Message) -> None:
-            nonlocal status
+            nonlocal status, started
             if message["type"] == "http.response.start":
-                status = message["status"]
+                status, started = message["status"], True
                 message = {**message, "headers": request.headers(message.get("headers", []))}
             await send(message)
 
         try:
             await self.app(scope, receive, send_with_id)
+        except Exception as exc:
+            if started:  # an answer already began: the server ends the connection
+                raise
+            # a bug: answered here, inside the request's context (its id in the body and log)
+            await crash_response(scope, exc)(scope, receive, send_with_id)
         finally:
             request.done(scope, status)
 

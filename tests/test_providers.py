@@ -27,6 +27,8 @@ from rag_api.providers import Provider
 
 class Letters(Embedder):
     def embed(self, texts, *, query=False):
+        if query and self.model == "broken-queries":
+            raise RuntimeError("a plugin bug")
         rows = np.full((len(texts), 26), 1e-3, dtype=np.float32)
         for row, text in enumerate(texts):
             for letter in text.lower():
@@ -147,5 +149,22 @@ def test_a_crash_on_an_openai_route_answers_in_openai_shape(plugin, tmp_path, ma
         error = response.json()["error"]
         assert response.status_code == 500 and error["type"] == "server_error", response.text
         assert error["code"] == "internal_error" and "RuntimeError" in error["message"]
-    query = httpx.post(live.url + "/query/docs", json={"query": "hi"})
-    assert_error_shape(query, 500, "INTERNAL_ERROR")
+    query = httpx.post(
+        live.url + "/query/docs", json={"query": "hi"}, headers={"X-Request-ID": "b-1"}
+    )
+    # the crash's answer names the request, like every other error, for its log lines
+    assert assert_error_shape(query, 500, "INTERNAL_ERROR")["request_id"] == "b-1"
+    assert query.headers["x-request-id"] == "b-1"
+
+
+def test_a_crash_on_a_hot_read_names_its_request(plugin, tmp_path, make_settings, serve):
+    """A bug under the reads served in front of the app (rag_api.hot_reads) answers the one shape
+    with the request's id too."""
+    docs = hash_collection()
+    docs["embedder"] = {"provider": "letters", "model": "broken-queries", "dim": 26}
+    live = serve(make_settings(write_config(tmp_path / "c.yaml", {"docs": docs}), "memory"))
+    httpx.post(live.url + "/v1/rag/add/document", json={"text": "hi there, a passage"})
+    for path, body in (("/v1/rag/search", {"query": "hi"}), ("/query/docs", {"query": "hi"})):
+        answer = httpx.post(live.url + path, json=body, headers={"X-Request-ID": "h-1"})
+        assert assert_error_shape(answer, 500, "INTERNAL_ERROR")["request_id"] == "h-1", path
+        assert answer.headers["x-request-id"] == "h-1"
