@@ -275,6 +275,9 @@ def _check_files(
             result.plan.reindex.add(item.rel)
 
 
+NOTHING_TO_INDEX = "nothing to index: no text, or every line refused (the indexer logs why)"
+
+
 def _file_problem(
     collection: Collection, item: kb.KbFile, stored: dict[tuple[str, int], tuple[str, str]] | None
 ) -> tuple[str, str] | None:
@@ -290,8 +293,8 @@ def _file_problem(
         chunks = read_chunks(item.path, item.rel, chunking).chunks
     except UnreadableFile as exc:  # a scanned PDF says "no extractable text" here
         return WARNING, f"unreadable, the indexer skips it ({exc})"
-    if not stored:
-        return ERROR, "not indexed"
+    if not stored:  # a file that yields no chunk (every .jsonl line refused) stores none either
+        return (ERROR, "not indexed") if chunks else (WARNING, NOTHING_TO_INDEX)
     prefix = collection.cfg.embedder.document_prefix
     expected = {(c.source, c.chunk_index): content_hash(c.text, prefix) for c in chunks}
     missing = [f"{s}#{i}" for (s, i) in sorted(set(expected) - set(stored))]

@@ -231,3 +231,27 @@ def test_a_second_migration_is_refused_before_its_stream_starts(
 
 async def _events(response) -> list[dict]:
     return [json.loads(line) async for line in response.body_iterator]
+
+
+def test_a_kb_file_with_nothing_to_index_is_no_error(tmp_path, make_settings, serve) -> None:
+    """A .jsonl upload whose every line is refused indexes as 0 chunks (each line logged); the
+    check called it "not indexed", an error that --repair could never clear."""
+    from tests.uploads.conftest import finished, upload
+
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "faq.md").write_text("Refunds are possible within 30 days.")
+    config = write_config(tmp_path / "collections.yaml", {"docs": hash_collection(kb)})
+    server = serve(make_settings(config, "edge"))
+    refused = b'{"text": 5}\n{broken\n{"text": "x", "metadata": {"a": {"b": 1}}}\n'
+    with server.client() as http:
+        assert http.post("/v1/rag/reload", json={}).status_code == 200
+        job = finished(http, upload(http, [("refused.jsonl", refused)]).json()["id"])
+        assert job["status"] == "done" and job["files"][0]["chunks"] == 0, job
+        report = http.post("/v1/ops/check", json={}).json()
+        assert report["exit_code"] == 0, report["findings"]
+        (finding,) = report["findings"]
+        assert finding["severity"] == "warning" and finding["subject"] == "refused.jsonl"
+        assert "nothing to index" in finding["detail"]
+        (kb / "faq.md").unlink()  # a real problem is still one
+        assert http.post("/v1/ops/check", json={}).json()["exit_code"] == 1
