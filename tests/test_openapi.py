@@ -81,13 +81,15 @@ def test_errors_answer_the_documented_shape(live, method, route, path, body, sta
 
 def test_answers_that_are_not_json_document_their_type(live) -> None:
     """A kb file's download answers the file's own type and a migration streams NDJSON: the schema
-    says so (it said application/json for both)."""
+    says so (it said application/json for both), and their errors stay in the one JSON shape."""
     paths = httpx.get(live.url + "/openapi.json").json()["paths"]
     name = next(iter(KB))
     download = httpx.get(f"{live.url}/v1/collections/docs/files/{name}")
     assert download.status_code == 200 and download.text == KB[name]
     assert download.headers["content-type"].startswith("text/markdown")  # not JSON
-    documented = paths["/v1/collections/{collection}/files/{path}"]["get"]["responses"]["200"]
-    assert list(documented["content"]) == ["*/*"]  # any type: the file's own
-    migrate = paths["/v1/ops/migrate"]["post"]["responses"]["200"]
-    assert list(migrate["content"]) == [Events.media_type] == ["application/x-ndjson"]
+    files = paths["/v1/collections/{collection}/files/{path}"]["get"]["responses"]
+    assert list(files["200"]["content"]) == ["*/*"]  # any type: the file's own
+    migrate = paths["/v1/ops/migrate"]["post"]["responses"]
+    assert list(migrate["200"]["content"]) == [Events.media_type] == ["application/x-ndjson"]
+    for answers in (files, migrate):
+        assert list(answers["4XX"]["content"]) == ["application/json"]

@@ -16,7 +16,7 @@ from functools import partial
 from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import Receive, Scope, Send
@@ -77,7 +77,12 @@ class Events(StreamingResponse):
             self.cancel.set()
 
 
-@router.post("/migrate", dependencies=ADMIN, response_class=Events, status_code=200)  # NDJSON
+@router.post(
+    "/migrate",
+    dependencies=ADMIN,
+    response_class=Response,  # no media type of its own: the errors stay documented as JSON
+    responses={200: {"content": {Events.media_type: {}}, "description": "NDJSON events"}},
+)
 def migrate(body: MigrateBody, hub: HubDep) -> StreamingResponse:
     """Run a migration, streaming NDJSON events: plan, progress..., then done or error.
 
