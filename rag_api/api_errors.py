@@ -124,12 +124,30 @@ def install_error_handlers(app: FastAPI) -> None:
         message = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
         if exc.status_code == 404 and message == "Not Found":
             message = f"no route {request.method} {request.url.path}"
-        # its headers too: a 405's Allow (RFC 9110) names the methods the route does take
-        return render_error(request.scope, exc.status_code, code, message, headers=exc.headers)
+        headers = exc.headers
+        if exc.status_code == 405:  # RFC 9110: Allow names the methods the path does take
+            headers = {**(headers or {}), "Allow": allowed_methods(request.scope)}
+        return render_error(request.scope, exc.status_code, code, message, headers=headers)
 
     @app.exception_handler(Exception)
     async def _crash(request: Request, exc: Exception) -> JSONResponse:
         return crash_response(request.scope, exc)
+
+
+def allowed_methods(scope: Scope) -> str:
+    """The methods of every route on the request's path (Starlette's own Allow names only the
+    first route's: GET and POST of /v1/collections/{c}/files are two routes)."""
+    routes = getattr(getattr(scope.get("app"), "state", None), "routes", ())  # as route_of's
+    return ", ".join(
+        sorted(
+            {
+                method
+                for route in routes
+                if getattr(route, "methods", None) and route.matches(scope)[0] is Match.PARTIAL
+                for method in route.methods
+            }
+        )
+    )
 
 
 def crash_response(scope: Scope, exc: Exception) -> JSONResponse:

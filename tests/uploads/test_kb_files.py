@@ -81,6 +81,11 @@ def test_delete_removes_the_file_and_its_chunks(start, kb: Path) -> None:
         assert "guide.md" not in {h["source"] for h in hits["results"]}
         assert "guide.md" not in file_states(http)
 
+        for path, allowed in (("/files/guide.md", "DELETE, GET"), ("/files", "GET, POST")):
+            wrong = http.put("/v1/collections/docs" + path)  # Allow: every method of the path
+            assert_error_shape(wrong, 405, "METHOD_NOT_ALLOWED")
+            assert wrong.headers["allow"] == allowed
+
         again = http.delete("/v1/collections/docs/files/guide.md")
         assert "guide.md" in assert_error_shape(again, 404, "FILE_NOT_FOUND")["message"]
         escape = http.delete("/v1/collections/docs/files/..%2Ffaq.md")
