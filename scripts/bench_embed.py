@@ -43,7 +43,13 @@ from rag_api.settings import Settings  # noqa: E402
 from scripts.evallib import default_data_dir, latency_summary, load_dataset  # noqa: E402
 
 MINILM = {"provider": "sentence-transformers", "model": "all-MiniLM-L6-v2", "dim": 384}
-RUNTIMES = ("torch", "onnx", "onnx-int8")
+VARIANTS = (  # label, runtime, chunks a call (None: the runtime's default)
+    ("torch", "torch", None),
+    ("onnx", "onnx", None),
+    ("onnx-int8", "onnx-int8", None),
+    ("onnx b32", "onnx", 32),
+    ("int8 b32", "onnx-int8", 32),
+)
 
 
 def texts(data_dir: Path, chunks: int, queries: int) -> tuple[list[str], list[str]]:
@@ -146,24 +152,28 @@ def main() -> None:
 
 
 def minilm_runtimes(cache: Path, chunks: list[str], queries: list[str]) -> None:
-    """MiniLM on torch (the library's own encode(), the baseline), onnx and onnx-int8."""
+    """MiniLM on torch (the library's own encode(), the baseline), onnx and onnx-int8 at their
+    default chunks a call (ONNX_BATCH) and at torch's 32 (their default before)."""
     with tempfile.TemporaryDirectory() as tmp:
-        # batches at the caller's priority, as the torch baseline's (the runtime's speed alone)
-        router = EmbeddingRouter(Settings(data_dir=Path(tmp), model_cache=cache, batch_nice=0))
         results = {}
-        for runtime in RUNTIMES:
-            cfg = EmbedderConfig(**MINILM, runtime=runtime)
-            embedder = router.get(cfg)
+        for label, runtime, batch in VARIANTS:
+            # a router each (it keeps one embedder a model and runtime, whatever its batch_size);
+            # batches at the caller's priority, as the torch baseline's (the runtime's speed alone)
+            settings = Settings(data_dir=Path(tmp), model_cache=cache, batch_nice=0)
+            cfg = EmbedderConfig(
+                **MINILM, runtime=runtime, **({"batch_size": batch} if batch else {})
+            )
+            embedder = EmbeddingRouter(settings).get(cfg)
             if runtime == "torch":  # the baseline: the library's own encode()
                 model = embedder._model
 
                 def embed(batch: list[str], model=model, query: bool = False) -> np.ndarray:
                     return model.encode(batch, normalize_embeddings=True, batch_size=32)
 
-                results[runtime] = measure(embed, chunks, queries)
+                results[label] = measure(embed, chunks, queries)
                 floor = matmul_floor(model, queries)
             else:
-                results[runtime] = measure(embedder.embed, chunks, queries)
+                results[label] = measure(embedder.embed, chunks, queries)
 
     base = results["torch"]
     print(f"MiniLM-L6, {len(queries)} SciFact queries (1 thread), {len(chunks)} chunks (all cores)")

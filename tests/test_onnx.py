@@ -14,7 +14,15 @@ import pytest
 from rag_api.config import EmbedderConfig
 from rag_api.embedding import EmbeddingRouter, load_sentence_transformer
 from rag_api.errors import EmbedderMismatch
-from rag_api.onnx_model import FP32_FILE, OnnxEmbedder, cache_folder, ensure_build, verify_build
+from rag_api.onnx_model import (
+    CALL_CHARS,
+    FP32_FILE,
+    OnnxEmbedder,
+    cache_folder,
+    calls,
+    ensure_build,
+    verify_build,
+)
 from rag_api.ops.check import run_check
 from rag_api.retrieval import SearchRequest, search
 from rag_api.settings import Settings
@@ -91,6 +99,10 @@ def test_router_serves_the_bundled_model_on_onnx_by_default(tmp_path: Path) -> N
     router = EmbeddingRouter(Settings(data_dir=tmp_path, model_cache=None))
     embedder = router.get(cfg)
     assert isinstance(embedder, OnnxEmbedder) and embedder.runtime == "onnx"
+    assert embedder.batch_size is None  # calls cut by CALL_CHARS; a batch_size in config holds
+    explicit = EmbedderConfig(**cfg.model_dump(exclude={"runtime"}) | {"batch_size": 32})
+    fresh = EmbeddingRouter(Settings(data_dir=tmp_path, model_cache=None))
+    assert fresh.get(explicit).batch_size == 32
     assert (tmp_path / "models").is_dir()  # the cache lives under RAG_DATA_DIR by default
     torch_cfg = cfg.model_copy(update={"runtime": "torch"})
     assert cfg.id == torch_cfg.id  # same vectors, same identity: no migration
@@ -132,3 +144,13 @@ def test_check_verifies_the_cached_model(
     os.utime(vocab, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     findings = [f for f in run_check(hub).results[0].findings if f.check == "model"]
     assert len(findings) == 1 and "vocab.txt changed since the ONNX export" in findings[0].detail
+
+
+def test_calls_take_short_texts_together_and_a_long_one_alone() -> None:
+    short, long = "x" * 100, "y" * CALL_CHARS
+    texts = [long, short, short + "!", long, short, short, short, short]
+    cut = calls(texts, None)
+    assert sorted(i for call in cut for i in call) == list(range(len(texts)))
+    assert cut == [[1, 4, 5, 6, 7], [2], [0], [3]]  # by length; 5 x 100 fit, 101 more does not
+    assert calls(texts, 3) == [[1, 4, 5], [6, 7, 2], [0, 3]]  # a set batch_size counts texts
+    assert calls([], None) == []
