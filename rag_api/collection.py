@@ -24,7 +24,6 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +40,6 @@ from rag_api.store import (
     CollectionInfo,
     Hit,
     Layout,
-    PointData,
     Record,
     SearchSpec,
     Selector,
@@ -50,6 +48,7 @@ from rag_api.store import (
     Store,
     sparse_encoder,
 )
+from rag_api.write_batch import Batch
 
 log = logging.getLogger("rag_api.collection")
 INFO_TTL_S = 1.0  # another process (a migration on a server) may move the alias
@@ -296,7 +295,7 @@ class Collection:
         """Writes that land in one physical collection, created on first use; a migration's
         alias swap waits for the batch to end (or the batch for the swap)."""
         with self._target_lock.read():
-            yield Batch(self, self.writable().physical)
+            yield Batch(self.store, self._points_lock, self.sequence, self.writable().physical)
 
     def delete(self, selector: Selector, retire: bool = False) -> int:
         """Delete the selected points; returns how many there were. `retire`: their chunk
@@ -361,59 +360,3 @@ class Collection:
                 self.store.set_alias(self.name, physical)
             self.cfg = cfg
             self.invalidate()
-
-
-class Batch:
-    """Writes to the physical collection the hub name pointed at when the batch began."""
-
-    def __init__(self, collection: Collection, physical: str) -> None:
-        self.collection = collection
-        self._physical = physical
-
-    def records(
-        self, selector: Selector, fields: Sequence[str] | None = None, with_dense: bool = False
-    ) -> Iterator[Record]:
-        """The selected points, streamed without the points lock (vectors to reuse)."""
-        store = self.collection.store
-        return store.iter_records(self._physical, selector, with_dense, fields)
-
-    def replace(
-        self, scope: Selector, points: Sequence[PointData], seqs: Sequence[int] | None = None
-    ) -> int:
-        """Make the points `scope` selects exactly `points`, atomically for readers: overwrite by
-        id, delete what is left over; returns how many were deleted. Each point is stamped with
-        its chunk number (`seqs`, else the one its id already has, else a fresh one)."""
-        coll, physical = self.collection, self._physical
-        now = datetime.now(UTC).isoformat(timespec="seconds")
-        if not seqs:
-            coll.sequence.prime(physical)  # the first write's scan, outside the readers' way
-        with coll._points_lock.write():
-            # read the scope now, under the lock: a concurrent writer may have added points
-            records = coll.store.iter_records(physical, scope, fields=[payload.SEQ, payload.GEN])
-            existing = {r.id: r.payload for r in records}
-            numbers = list(seqs) if seqs else self._numbers([p.id for p in points], existing)
-            stamped = [
-                PointData(p.id, p.dense, payload.stamped(p.payload, seq, now), p.sparse)
-                for p, seq in zip(points, numbers, strict=True)
-            ]
-            # a whole document (a scope by source or file) gets a new generation of it
-            replaced = existing.values() if scope.ids is None else None
-            generations.stamp(coll.store, physical, [p.payload for p in stamped], replaced)
-            # one operation each: the engine applies it whole or not at all, even across a crash
-            coll.store.upsert(physical, stamped)
-            keep = {p.id for p in points}
-            stale = [pid for pid in existing if pid not in keep]
-            if stale:
-                coll.store.delete(physical, Selector(ids=tuple(stale)))
-        return len(stale)
-
-    def upsert(self, points: Sequence[PointData]) -> None:
-        """Overwrite points by id, payloads as they are."""
-        with self.collection._points_lock.write():
-            self.collection.store.upsert(self._physical, points)
-
-    def _numbers(self, ids: list[str], existing: dict[str, dict[str, Any]]) -> list[int]:
-        """Each point's chunk number: the one it already has when overwritten in place, else new."""
-        kept = [payload.StoredChunk(existing.get(pid, {})).seq for pid in ids]
-        fresh = iter(self.collection.sequence.allocate(self._physical, kept.count(None)))
-        return [seq if seq is not None else next(fresh) for seq in kept]

@@ -12,9 +12,10 @@ import numpy as np
 
 from rag_api import payload
 from rag_api.chunking import Chunk, title_line
-from rag_api.collection import Batch, Collection
+from rag_api.collection import Collection
 from rag_api.errors import EmbedderUnavailable
 from rag_api.store import PointData, Selector
+from rag_api.write_batch import Batch
 
 log = logging.getLogger("rag_api.ingest")
 # chunks embedded per call in a bulk index: the model sorts a call's texts by length to pad less,
