@@ -1,6 +1,6 @@
 """The folder indexer: keeps each collection in sync with its kb folder (`rag-hub watch`,
 `rag-hub serve --watch`). Depends on rag_api; rag_api imports it only inside the two places that
-start a watcher (rag_api.app's lifespan with watch=True, the `rag-hub watch` command), so nothing
+start a watcher (rag_api.http.app's lifespan with watch=True, the `rag-hub watch` command), so nothing
 else loads it.
 
 Settings (environment, like every per-machine setting): RAG_WATCH_DEBOUNCE_S (default 1: a file is

@@ -21,7 +21,7 @@ from watchdog.events import (
 )
 
 from indexer.pending import Pending
-from rag_api import kb
+from rag_api.indexing import kb
 
 # What the watcher subscribes to. Opens and read-only closes are left out: reading a file to index
 # it must not look like a change to it.

@@ -10,10 +10,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from indexer.pending import Pending
-from rag_api import kb
-from rag_api.collection import Collection
 from rag_api.errors import RagError
-from rag_api.sync import SyncReport
+from rag_api.indexing import kb
+from rag_api.indexing.sync import SyncReport
+from rag_api.points.collection import Collection
 
 log = logging.getLogger("indexer")
 RETRY_FIRST_S = 0.5

@@ -15,7 +15,7 @@ from indexer.pending import Work
 from indexer.state import CollectionState
 from rag_api.errors import MassRemoval
 from rag_api.hub import Hub
-from rag_api.sync import sync_collection
+from rag_api.indexing.sync import sync_collection
 
 log = logging.getLogger("indexer")
 RETRY_MAX_S = 30.0

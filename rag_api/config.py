@@ -44,9 +44,9 @@ class EmbedderConfig(Strict):
     batch_size: Annotated[int, Field(gt=0, le=4096)] = 32
     # sentence-transformers only: `onnx` (ONNX Runtime, fp32: the torch vectors, faster), `torch`,
     # or `onnx-int8` (quantised: other vectors, so switching to or from it is a migration).
-    # Unset: onnx, or torch when the model cannot be exported (rag_api/onnx_model.py).
+    # Unset: onnx, or torch when the model cannot be exported (rag_api/embedding/onnx_model.py).
     runtime: Runtime | None = None
-    # the languages the model was trained on, for fusion (rag_api.model_languages): unset, known
+    # the languages the model was trained on, for fusion (rag_api.embedding.languages): unset, known
     # models are recognised by name (all-MiniLM-L6-v2: en; multilingual-e5-small: every one)
     languages: tuple[Language, ...] | None = Field(default=None, min_length=1)
 
@@ -96,13 +96,13 @@ class RetrievalConfig(Strict):
     # best candidate stands out of its others, per query (rag_api.store.fusion.standout_weights);
     # standout_spread: the same, the dense stand-out also scaled down when its cosines are bunched
     # (dense_spread_factor); equal: both count the same; auto: equal when the embedder knows the
-    # collection's language, else standout_spread (rag_api.model_languages, docs/retrieval.md)
+    # collection's language, else standout_spread (rag_api.embedding.languages, docs/retrieval.md)
     side_weights: Literal["auto", "standout_spread", "standout", "equal"] = "auto"
     # dbsf over complete scores: a candidate only one side listed gets the other side's real score
     # (its cosine, its BM25 score) instead of 0 there (rag_api.store.fusion.complete_part)
     complete_scores: bool = True
     candidates: Annotated[int, Field(ge=1, le=1000)] = 100  # per side, for fusion
-    # a source's evidence from its other chunks (rag_api.evidence): each of the best
+    # a source's evidence from its other chunks (rag_api.search.evidence): each of the best
     # `evidence_candidates` fused passages ranks by its score + this share of the 2 best scores of
     # its source's other candidates among them; 0 = best chunk only. 0.03 over 30 won on every
     # dataset at +1.1 ms of search (docs/retrieval.md)

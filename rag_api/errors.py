@@ -173,7 +173,7 @@ class InsufficientStorage(RagError):
 
 
 class UnsupportedFileType(RagError):
-    """An upload of a type no reader handles (rag_api.readers)."""
+    """An upload of a type no reader handles (rag_api.indexing.readers)."""
 
     code = "UNSUPPORTED_FILE_TYPE"
     status = 415

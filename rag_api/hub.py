@@ -6,16 +6,16 @@ import logging
 import time
 from typing import Any
 
-from rag_api.collection import Collection
 from rag_api.config import HubConfig, load_config
-from rag_api.embedding import EmbeddingRouter
+from rag_api.embedding.embedders import EmbeddingRouter
 from rag_api.errors import CollectionDisabled, RagError, StoreUnavailable
-from rag_api.generation import GeneratorRouter
-from rag_api.open_marker import OpenMarker
-from rag_api.request_context import note_collection
-from rag_api.rerank import load_cross_encoder
+from rag_api.llm.generators import GeneratorRouter
+from rag_api.observability.request_context import note_collection
+from rag_api.points.collection import Collection
+from rag_api.search.rerank import load_cross_encoder
 from rag_api.settings import Settings
 from rag_api.store import Store, open_store
+from rag_api.store.open_marker import OpenMarker
 
 log = logging.getLogger("rag_api.hub")
 
@@ -52,7 +52,7 @@ class Hub:
         return hub
 
     def recover(self) -> None:
-        """Complete every collection's torn replacements (see rag_api.generations); a collection
+        """Complete every collection's torn replacements (see rag_api.points.generations); a collection
         that cannot be read now is tried again at the next open."""
         assert self.marker is not None
         started, torn, failed = time.monotonic(), 0, False

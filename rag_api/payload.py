@@ -22,8 +22,10 @@ from rag_api.metadata import require_metadata
 TEXT = "text"
 SOURCE = "source"  # the document a chunk belongs to (a kb path, or a name given through the API)
 CHUNK_INDEX = "chunk_index"  # its position in the document
-SEQ = "seq"  # the collection-wide chunk number, stable for the chunk's life (rag_api.sequence)
-GEN = "gen"  # the generation of the document the chunk belongs to (rag_api.generations)
+SEQ = (
+    "seq"  # the collection-wide chunk number, stable for the chunk's life (rag_api.points.sequence)
+)
+GEN = "gen"  # the generation of the document the chunk belongs to (rag_api.points.generations)
 METADATA = "metadata"  # the user's fields (front matter, .jsonl extras, the API's `metadata`)
 CONTENT_HASH = "content_hash"  # identity of what was embedded: equal hash, equal vector
 EMBEDDER = "embedder"  # the model that made the vector, as provider:model
@@ -36,9 +38,7 @@ DOC_HASH = "doc_hash"  # kb-file chunks: the content hash of the whole file when
 FILE_CHUNKS = "file_chunks"
 PERSIST = "persist"  # API chunks: false = deleted at the next start or /reload
 DYNAMIC = "dynamic"  # API chunks: the pipeline's `dynamic` flag
-TITLE = (
-    "title"  # the document's title line (rag_api.chunking.title_line), BM25-indexed with each chunk
-)
+TITLE = "title"  # the document's title line (rag_api.indexing.chunking.title_line), BM25-indexed with each chunk
 
 FROM_FILE = "file"
 FROM_API = "api"

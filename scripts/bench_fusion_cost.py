@@ -20,7 +20,7 @@ import time
 from typing import Any
 
 from rag_api.config import RetrievalConfig
-from rag_api.retrieval import SearchRequest, search
+from rag_api.search.retrieval import SearchRequest, search
 from scripts import bench_retrieval
 from scripts.evallib import load_dataset
 

@@ -25,14 +25,14 @@ from pathlib import Path
 import yaml
 
 from indexer import Watcher
-from rag_api import kb
-from rag_api.chunking import _splitter, split_text
-from rag_api.collection import Collection
 from rag_api.config import ChunkingConfig
 from rag_api.hub import Hub
-from rag_api.retrieval import SearchRequest, search
+from rag_api.indexing import kb
+from rag_api.indexing.chunking import _splitter, split_text
+from rag_api.indexing.sync import stored_files, sync_collection
+from rag_api.points.collection import Collection
+from rag_api.search.retrieval import SearchRequest, search
 from rag_api.settings import Settings
-from rag_api.sync import stored_files, sync_collection
 from scripts.evallib import latency_summary
 
 REPO = Path(__file__).resolve().parents[1]

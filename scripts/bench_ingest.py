@@ -20,11 +20,11 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rag_api.chunking import split_text  # noqa: E402
 from rag_api.config import ChunkingConfig, parse_config  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
+from rag_api.indexing.chunking import split_text  # noqa: E402
+from rag_api.indexing.sync import sync_collection  # noqa: E402
 from rag_api.settings import Settings  # noqa: E402
-from rag_api.sync import sync_collection  # noqa: E402
 from scripts.evallib import default_data_dir, load_dataset  # noqa: E402
 
 MODEL = {"provider": "sentence-transformers", "model": "all-MiniLM-L6-v2", "dim": 384}

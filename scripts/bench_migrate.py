@@ -16,10 +16,10 @@ from pathlib import Path
 
 import yaml
 
-from rag_api.chunking import Chunk
 from rag_api.config import EmbedderConfig
 from rag_api.hub import Hub
-from rag_api.ingest import DocumentWrite, write_documents
+from rag_api.indexing.chunking import Chunk
+from rag_api.indexing.ingest import DocumentWrite, write_documents
 from rag_api.ops.copy import copy_points
 from rag_api.ops.migrate import plan_migration, run_migration
 from rag_api.settings import Settings

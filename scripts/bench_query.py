@@ -43,11 +43,11 @@ sys.path.insert(0, str(REPO))
 
 import qdrant_edge as qe  # noqa: E402  (the raw baseline talks to the engine directly)
 
-from rag_api.chunking import split_text  # noqa: E402
 from rag_api.config import ChunkingConfig, load_config  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
+from rag_api.indexing.chunking import split_text  # noqa: E402
 from rag_api.payload import point_id  # noqa: E402
-from rag_api.retrieval import side_weighting  # noqa: E402
+from rag_api.search.retrieval import side_weighting  # noqa: E402
 from rag_api.settings import Settings  # noqa: E402
 from rag_api.store import PointData, SearchSpec  # noqa: E402
 from rag_api.store.base import hnsw_ef  # noqa: E402

@@ -22,16 +22,16 @@ from typing import Any
 import httpx
 from fastapi import FastAPI
 
-from rag_api.routes import schemas
+from rag_api.http import answers
 from rag_api.settings import Settings
 from tests.conftest import hash_collection, write_config
 from tests.support.openai_support import REFUND, start_indexed, write_kb
 
 ROUTES = {  # path -> (model, body); answers captured from the real hub
-    "/query/docs": (schemas.QueryAnswer, {"query": REFUND}),
-    "/v1/rag/search": (schemas.SearchResults, {"query": REFUND}),
-    "/v1/rag/context": (schemas.ContextBlock, {"query": REFUND}),
-    "/collections": (schemas.CollectionList, None),
+    "/query/docs": (answers.QueryAnswer, {"query": REFUND}),
+    "/v1/rag/search": (answers.SearchResults, {"query": REFUND}),
+    "/v1/rag/context": (answers.ContextBlock, {"query": REFUND}),
+    "/collections": (answers.CollectionList, None),
 }
 
 

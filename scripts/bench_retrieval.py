@@ -38,12 +38,12 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from rag_api.chunking import SPARSE_VERSION, Chunk, split_text  # noqa: E402
-from rag_api.collection import Collection  # noqa: E402
 from rag_api.config import RetrievalConfig, parse_config  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
-from rag_api.ingest import DocumentWrite, write_documents  # noqa: E402
-from rag_api.retrieval import SearchOutcome, SearchRequest, search  # noqa: E402
+from rag_api.indexing.chunking import SPARSE_VERSION, Chunk, split_text  # noqa: E402
+from rag_api.indexing.ingest import DocumentWrite, write_documents  # noqa: E402
+from rag_api.points.collection import Collection  # noqa: E402
+from rag_api.search.retrieval import SearchOutcome, SearchRequest, search  # noqa: E402
 from rag_api.settings import Settings  # noqa: E402
 from rag_api.store import Selector, edge_requests  # noqa: E402
 from scripts.evallib import (  # noqa: E402
@@ -119,7 +119,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--candidates", type=int, default=100, help="per-side prefetch")
     defaults = RetrievalConfig()
     parser.add_argument(
-        "--source-evidence", type=float, default=defaults.source_evidence, help="rag_api.evidence"
+        "--source-evidence",
+        type=float,
+        default=defaults.source_evidence,
+        help="rag_api.search.evidence",
     )
     parser.add_argument(
         "--evidence-candidates",

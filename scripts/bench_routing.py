@@ -45,9 +45,9 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from rag_api.config import parse_config  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
-from rag_api.passage import Passage  # noqa: E402
-from rag_api.retrieval import SearchRequest, search  # noqa: E402
 from rag_api.routing import RouteRequest, route_search  # noqa: E402
+from rag_api.search.passage import Passage  # noqa: E402
+from rag_api.search.retrieval import SearchRequest, search  # noqa: E402
 from rag_api.settings import Settings  # noqa: E402
 from scripts.bench_retrieval import EMBEDDERS, build_index  # noqa: E402
 from scripts.evallib import (  # noqa: E402

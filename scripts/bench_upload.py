@@ -25,10 +25,10 @@ import httpx
 import uvicorn
 import yaml
 
-from rag_api.app import create_app
+from rag_api.http.app import create_app
 from rag_api.hub import Hub
+from rag_api.indexing.sync import sync_collection
 from rag_api.settings import Settings
-from rag_api.sync import sync_collection
 
 REPO = Path(__file__).resolve().parents[1]
 EMBEDDERS = {

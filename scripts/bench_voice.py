@@ -13,13 +13,13 @@ over HTTP with no writer.
 The populated store is kept in --data-dir (default .bench/voice) and reused by the next run.
 Each server has one CPU thread per query embedding (RAG_QUERY_THREADS=1, the default) and differs
 in RAG_BATCH_NICE, how far below the queries' OS priority the writer's embedding runs
-(rag_api/batch_threads.py): 0 (the baseline: the same priority) and the default 10; the last
+(rag_api/embedding/batch_threads.py): 0 (the baseline: the same priority) and the default 10; the last
 lines compare the two. --rounds N runs the servers in turns N times and pools
 their numbers (the machine's other load changes). RAG_QUERY_THREADS=2 is no longer run, to keep
 the run short (it lost to 1 under concurrency, see the README). Run it at normal priority.
 
 No server is asked one question twice: the hub keeps recent query vectors
-(rag_api.query_vectors), and a repeated question would skip its embedding. The questions are
+(rag_api.embedding.query_vectors), and a repeated question would skip its embedding. The questions are
 SciFact's claims, then sentences of its abstracts (claims in the same style), ~40,000 in all.
 Every server writes sources of its own, so no upsert finds its vectors stored by an earlier one.
 """
@@ -41,10 +41,10 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from rag_api.chunking import Chunk, split_text  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
-from rag_api.ingest import DocumentWrite, write_documents  # noqa: E402
-from rag_api.retrieval import SearchRequest, search  # noqa: E402
+from rag_api.indexing.chunking import Chunk, split_text  # noqa: E402
+from rag_api.indexing.ingest import DocumentWrite, write_documents  # noqa: E402
+from rag_api.search.retrieval import SearchRequest, search  # noqa: E402
 from rag_api.settings import Settings  # noqa: E402
 from rag_api.store import Selector  # noqa: E402
 from scripts.evallib import (  # noqa: E402

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from rag_api.cli import cli
+from rag_api.cli.main import cli
 
 if __name__ == "__main__":
     cli(["check", *sys.argv[1:]], prog_name="check_integrity.py")

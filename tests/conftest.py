@@ -18,7 +18,7 @@ import pytest
 import uvicorn
 import yaml
 
-from rag_api.app import create_app
+from rag_api.http.app import create_app
 from rag_api.hub import Hub
 from rag_api.settings import Settings
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 import yaml
 
-from rag_api.sync import sync_collection
+from rag_api.indexing.sync import sync_collection
 from tests.conftest import (
     REPO,
     LiveServer,

@@ -20,8 +20,8 @@ PLUGIN = '''
 """Letter-count embeddings and an LLM that names itself: a rag-hub plugin."""
 import numpy as np
 
-from rag_api.embedding import Embedder
-from rag_api.generation import Generator
+from rag_api.embedding.embedders import Embedder
+from rag_api.llm.generators import Generator
 from rag_api.providers import Provider
 
 
@@ -158,7 +158,7 @@ def test_a_crash_on_an_openai_route_answers_in_openai_shape(plugin, tmp_path, ma
 
 
 def test_a_crash_on_a_hot_read_names_its_request(plugin, tmp_path, make_settings, serve):
-    """A bug under the reads served in front of the app (rag_api.hot_reads) answers the one shape
+    """A bug under the reads served in front of the app (rag_api.http.hot_reads) answers the one shape
     with the request's id too."""
     docs = hash_collection()
     docs["embedder"] = {"provider": "letters", "model": "broken-queries", "dim": 26}

@@ -14,8 +14,8 @@ import re
 from collections import Counter
 
 from rag_api import payload
-from rag_api.collection import Collection
 from rag_api.evaluation.questions import Question
+from rag_api.points.collection import Collection
 
 WARNING = (
     "generated questions flatter the scores: they are built from the chunks' own words; "

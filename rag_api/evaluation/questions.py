@@ -23,7 +23,7 @@ from rag_api.config import HubConfig
 from rag_api.errors import InvalidRequest
 
 MAX_QUESTIONS = 5000
-MAX_TEXT = 8000  # a query's own limit (rag_api.query.SearchFields)
+MAX_TEXT = 8000  # a query's own limit (rag_api.answering.query.SearchFields)
 FIELDS = {"question", "sources", "source", "answer", "chunk", "id"}
 
 

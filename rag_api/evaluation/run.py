@@ -15,13 +15,13 @@ import time
 from dataclasses import dataclass
 from typing import Any, get_args
 
-from rag_api.collection import Collection
 from rag_api.config import Fusion, Mode, RetrievalConfig
 from rag_api.errors import EvalTooLong
-from rag_api.evaluation.metrics import hit_at_k, latency_summary, mrr_at_k, ndcg_at_k, recall_at_k
 from rag_api.evaluation.questions import Question
-from rag_api.passage import Passage
-from rag_api.retrieval import SearchRequest, search
+from rag_api.evaluation.scoring import hit_at_k, latency_summary, mrr_at_k, ndcg_at_k, recall_at_k
+from rag_api.points.collection import Collection
+from rag_api.search.passage import Passage
+from rag_api.search.retrieval import SearchRequest, search
 
 RIGHT, NO_ANSWER, WRONG_SOURCE = "right", "no_answer", "wrong_source"
 MAX_DEPTH = 100  # a query's own top_k limit

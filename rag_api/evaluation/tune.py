@@ -28,10 +28,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rag_api.collection import Collection
 from rag_api.config import RetrievalConfig
 from rag_api.evaluation.questions import Question
 from rag_api.evaluation.run import MODES, RunResult, embed_all, families, label, run
+from rag_api.points.collection import Collection
 
 FOLDS = 5
 NOISE_SE = 2.0  # a gain counts beyond this many standard errors

@@ -6,7 +6,7 @@ endpoints and routes/admin.py and kbadmin/schemas.py hold the fields. On top, ev
 to a collection (`collection` in the body or the query; default_collection when omitted). Design
 decisions where the guide's in-memory index and Qdrant differ:
 
-- `index` is the chunk's `seq` (rag_api.sequence): a collection-wide number stored in the
+- `index` is the chunk's `seq` (rag_api.points.sequence): a collection-wide number stored in the
   payload, assigned when the chunk is first written and kept while it lives (an in-place
   overwrite, an edit, a move to another source). It never shifts when another chunk goes, and it
   survives restarts. A replaced document's chunks get new numbers: an old `index` then answers
@@ -23,7 +23,7 @@ decisions where the guide's in-memory index and Qdrant differ:
   ones deleted under the collection's write lock, which searches take shared), so a search sees
   the old document or the new one, never neither or both; an embedder failure raises before
   anything is written (503, old version intact). A crash between the two leaves both stored:
-  the next open keeps the newest (rag_api.generations). kb-file chunks are the folder's: /upsert
+  the next open keeps the newest (rag_api.points.generations). kb-file chunks are the folder's: /upsert
   leaves them alone, /remove deletes them until their file is reconciled again, /chunks/update
   edits them and marks their file for re-indexing so /reload restores the file's text.
 - Scores shown (/search, /context, listings with a query) are cosine similarities, the scale of

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_api.collection import Collection
 from rag_api.errors import AmbiguousSource, ChunkNotFound
-from rag_api.passage import Passage
 from rag_api.payload import FROM_API, StoredChunk, point_id
+from rag_api.points.collection import Collection
+from rag_api.search.passage import Passage
 from rag_api.store import Record, Selector
 
 DYNAMIC_BASE = 1_000_000  # API chunks are numbered DYNAMIC_BASE + index: never a file position
@@ -60,7 +60,7 @@ def find_chunk(
     if index is not None:
         records = collection.records(Selector(seq=index), limit=2)
         records = [r for r in records if source is None or StoredChunk(r.payload).source == source]
-        if len(records) > 1:  # two processes wrote the collection: see rag_api.sequence
+        if len(records) > 1:  # two processes wrote the collection: see rag_api.points.sequence
             raise AmbiguousSource(
                 f"index {index} names {len(records)} chunks; use source + chunk_index"
             )

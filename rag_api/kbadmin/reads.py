@@ -1,6 +1,6 @@
 """Reads of a collection for the pipeline: status, sources, chunk listings, search, context block.
 
-Listings, like searches, read under the collection's points lock (rag_api.collection), so they
+Listings, like searches, read under the collection's points lock (rag_api.points.collection), so they
 never catch a document replacement half-way.
 """
 
@@ -11,16 +11,16 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from rag_api import kb
-from rag_api.collection import Collection
 from rag_api.hub import Hub
+from rag_api.indexing import kb
+from rag_api.kbadmin.bodies import ChunkFilters, Context, Search
 from rag_api.kbadmin.chunks import API_CHUNKS, TEMPORARY, chunk_view, result_view, shown_score
-from rag_api.kbadmin.schemas import ChunkFilters, Context, Search
-from rag_api.passage import Passage
+from rag_api.llm.prompts import pack
 from rag_api.payload import DYNAMIC, SOURCE, StoredChunk
-from rag_api.prompts import pack
+from rag_api.points.collection import Collection
 from rag_api.providers import EMBEDDERS
-from rag_api.retrieval import SearchOutcome, SearchRequest, search
+from rag_api.search.passage import Passage
+from rag_api.search.retrieval import SearchOutcome, SearchRequest, search
 from rag_api.store import Selector
 
 RANKED_MAX = 1000  # a listing ordered by a query ranks at most this many chunks

@@ -8,8 +8,8 @@ from typing import Any
 
 from rag_api.errors import InvalidRequest
 from rag_api.hub import Hub
+from rag_api.kbadmin.bodies import Context, Search
 from rag_api.kbadmin.reads import context_body, search_body
-from rag_api.kbadmin.schemas import Context, Search
 from rag_api.routing import RoutedOutcome, RouteRequest, is_router, route_search
 
 

@@ -1,6 +1,6 @@
 """Live edits of a collection: add, upsert, update one chunk, remove, reload from the kb folder.
 
-Every write goes through rag_api.ingest (prepare, embed, then commit under the collection's write
+Every write goes through rag_api.indexing.ingest (prepare, embed, then commit under the collection's write
 lock), so a concurrent search sees the old version or the new one, and an embedder failure
 leaves the store untouched.
 """
@@ -10,18 +10,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from rag_api.chunking import Chunk, split_text
-from rag_api.collection import Collection
 from rag_api.errors import ChunkNotFound, InvalidRequest, PayloadTooLarge, RagError
 from rag_api.hub import Hub
-from rag_api.ingest import DocumentWrite, write_documents
-from rag_api.kbadmin.chunks import (
-    DYNAMIC_BASE,
-    TEMPORARY,
-    chunk_view,
-    find_chunk,
-)
-from rag_api.kbadmin.schemas import (
+from rag_api.indexing.chunking import Chunk, split_text
+from rag_api.indexing.ingest import DocumentWrite, write_documents
+from rag_api.indexing.sync import sync_collection
+from rag_api.kbadmin.bodies import (
     CHUNK_MAX_CHARS,
     DOCUMENT_MAX_CHARS,
     ITEMS_MAX,
@@ -33,6 +27,12 @@ from rag_api.kbadmin.schemas import (
     UpsertDocument,
     check_size,
 )
+from rag_api.kbadmin.chunks import (
+    DYNAMIC_BASE,
+    TEMPORARY,
+    chunk_view,
+    find_chunk,
+)
 from rag_api.payload import (
     FROM_API,
     StoredChunk,
@@ -40,8 +40,8 @@ from rag_api.payload import (
     edited_provenance,
     point_id,
 )
+from rag_api.points.collection import Collection
 from rag_api.store import Selector
-from rag_api.sync import sync_collection
 
 log = logging.getLogger("rag_api.kbadmin")
 # an edited file chunk's doc_hash: never a file's hash, so the next reconcile restores the file

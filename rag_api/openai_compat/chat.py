@@ -14,8 +14,8 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+from rag_api.answering.sse import DONE, frame
 from rag_api.openai_compat.reply import Reply
-from rag_api.openai_compat.sse import DONE, frame
 
 
 def completion(reply: Reply) -> dict[str, Any]:

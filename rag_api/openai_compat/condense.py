@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
-from rag_api.collection import Collection
 from rag_api.openai_compat.conversation import Conversation
+from rag_api.points.collection import Collection
 from rag_api.store import SparseEncoder
 
 MAX_TERMS = 4

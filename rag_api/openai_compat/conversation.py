@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag_api.errors import InvalidRequest
-from rag_api.generation import Messages
-from rag_api.openai_compat.schemas import ChatMessage
+from rag_api.llm.generators import Messages
+from rag_api.openai_compat.bodies import ChatMessage
 
 TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
 SILENT_PARTS = frozenset(

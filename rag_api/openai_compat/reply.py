@@ -7,17 +7,17 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rag_api.answer import AnswerStream, answer
-from rag_api.collection import Collection
+from rag_api.answering.answer import AnswerStream, answer
 from rag_api.hub import Hub
+from rag_api.llm.prompts import Cited, pack
 from rag_api.openai_compat.condense import retrieval_query
 from rag_api.openai_compat.conversation import Conversation
 from rag_api.openai_compat.routing import resolve_model, routes_by_question
-from rag_api.prompts import Cited, pack
-from rag_api.retrieval import SearchRequest, search
+from rag_api.points.collection import Collection
 from rag_api.routing import RoutedOutcome, RouteRequest, route_search
 from rag_api.routing.route import candidates
 from rag_api.routing.signals import question_language
+from rag_api.search.retrieval import SearchRequest, search
 
 _CITATION = re.compile(r"\[(\d+)\]")
 

@@ -15,10 +15,10 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from rag_api.generation import Usage
+from rag_api.answering.sse import frame
+from rag_api.llm.generators import Usage
+from rag_api.openai_compat.bodies import ResponsesRequest
 from rag_api.openai_compat.reply import Reply
-from rag_api.openai_compat.schemas import ResponsesRequest
-from rag_api.openai_compat.sse import frame
 
 
 class ResponseDraft:

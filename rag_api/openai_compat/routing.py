@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_api.collection import Collection
 from rag_api.errors import RagError
 from rag_api.hub import Hub
+from rag_api.points.collection import Collection
 
 PREFIX = "rag/"
 

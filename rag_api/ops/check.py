@@ -12,8 +12,8 @@ from rag_api.hub import Hub
 from rag_api.ops.findings import ERROR, CheckReport, CollectionResult, Finding
 from rag_api.ops.inspection import inspect_collection
 from rag_api.ops.last_check import LastCheck
+from rag_api.ops.readiness import disk_problem
 from rag_api.ops.repair import apply_repairs
-from rag_api.readiness import disk_problem
 
 log = logging.getLogger("rag_api.ops.check")
 DEFAULT_SAMPLE = 16

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from rag_api.config import EmbedderConfig, HubConfig
-from rag_api.embedder_dims import dim_problem, offline_problem
+from rag_api.embedding.dims import dim_problem, offline_problem
+from rag_api.embedding.languages import knows_language, model_languages
 from rag_api.errors import RagError
 from rag_api.evaluation.questions import configured_file, load_questions
-from rag_api.kb import folder_problem
-from rag_api.model_languages import knows_language, model_languages
+from rag_api.indexing.kb import folder_problem
 from rag_api.providers import EMBEDDERS
 from rag_api.settings import Settings
 
@@ -70,7 +70,7 @@ def _asked(settings: Settings, embedder: EmbedderConfig) -> str | None:
     """The problem with `embedder`, asking remote models for their real size."""
     if not EMBEDDERS.get(embedder.provider).remote:
         return offline_problem(embedder)
-    from rag_api.embedding import EmbeddingRouter
+    from rag_api.embedding.embedders import EmbeddingRouter
 
     try:
         return dim_problem(embedder, EmbeddingRouter(settings).get(embedder).dimension())

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rag_api.collection import Collection
 from rag_api.errors import MigrationFailed
-from rag_api.ingest import content_hash, embed_texts
+from rag_api.indexing.ingest import content_hash, embed_texts
 from rag_api.metadata import value_problem
 from rag_api.payload import extract_text, migrated
+from rag_api.points.collection import Collection
 from rag_api.store import PointData, Selector
 
 BATCH = 64  # points embedded and written per step: one progress tick, one upsert

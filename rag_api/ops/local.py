@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from rag_api.answering.query import QueryBody, run_query
 from rag_api.evaluation.request import EvalBody, run_eval
 from rag_api.hub import Hub
 from rag_api.ops.check import run_check
 from rag_api.ops.migrate import MigrateBody, drop_old, run_migration
 from rag_api.ops.progress import Bars
-from rag_api.query import QueryBody, run_query
 
 
 class LocalOps:

@@ -27,9 +27,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from rag_api.collection import Collection
 from rag_api.config import EmbedderConfig
-from rag_api.embedder_dims import offline_problem
+from rag_api.embedding.dims import offline_problem
 from rag_api.errors import (
     InvalidRequest,
     MigrationFailed,
@@ -40,6 +39,7 @@ from rag_api.hub import Hub
 from rag_api.ops.copy import CopyStats, copy_points, fingerprints
 from rag_api.ops.verify import top5_overlap
 from rag_api.ops.versions import EmbedderHistory, versions
+from rag_api.points.collection import Collection
 from rag_api.store import Layout, physical_name, version_of
 
 log = logging.getLogger("rag_api.ops.migrate")

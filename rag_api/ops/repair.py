@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging
 
-from rag_api import kb
-from rag_api.collection import Collection
+from rag_api.indexing import kb
+from rag_api.indexing.sync import SyncReport, file_scope, index_files
 from rag_api.ops.findings import Repair
 from rag_api.ops.inspection import RepairPlan
+from rag_api.points.collection import Collection
 from rag_api.store import PointData, Selector
-from rag_api.sync import SyncReport, file_scope, index_files
 
 log = logging.getLogger("rag_api.ops.repair")
 

@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rag_api.collection import EVERYTHING, Collection
-from rag_api.passage import Passage
 from rag_api.payload import SOURCE
-from rag_api.retrieval import SearchOutcome, SearchRequest, search
+from rag_api.points.collection import EVERYTHING, Collection
+from rag_api.search.passage import Passage
+from rag_api.search.retrieval import SearchOutcome, SearchRequest, search
 
 SAMPLE = 256  # stored vectors that stand for a collection's typical passage
 MIN_SAMPLE = 32  # fewer passages than this tell no crowd from the best: the cosine is trusted

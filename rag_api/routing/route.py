@@ -6,7 +6,7 @@ is a full search of one candidate with the request's filters, thresholds and lim
 answer is that search's result as it stands (nothing is searched twice). The probes of a round
 run at once on a small thread pool, and there are at most two rounds: the candidates a weak
 signal points to (description, language), then, only if none of them is confirmed, the rest.
-Two candidates on one model embed the question once (rag_api.query_vectors), and the probe's
+Two candidates on one model embed the question once (rag_api.embedding.query_vectors), and the probe's
 stand-out reuses that vector.
 
 A wide search fuses the candidates' lists — each already hybrid-fused and thresholded in its
@@ -32,12 +32,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from rag_api.collection import Collection
 from rag_api.config import Mode
 from rag_api.errors import InvalidRequest
 from rag_api.hub import Hub
-from rag_api.passage import Passage
-from rag_api.retrieval import SearchRequest
+from rag_api.points.collection import Collection
 from rag_api.routing.decide import (
     by_description,
     by_language,
@@ -54,6 +52,8 @@ from rag_api.routing.signals import (
     description_matches,
     question_language,
 )
+from rag_api.search.passage import Passage
+from rag_api.search.retrieval import SearchRequest
 from rag_api.store import Store
 from rag_api.store.fusion import rank_fusion
 

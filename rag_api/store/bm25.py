@@ -1,7 +1,7 @@
 """BM25 sparse vectors: term frequencies encoded here with the language's stemmer, IDF in Qdrant.
 
 The document side is encoded once, at write time, with k1, b and avg_len baked into each weight:
-changing any of them (or what text is encoded) raises rag_api.chunking.SPARSE_VERSION, which
+changing any of them (or what text is encoded) raises rag_api.indexing.chunking.SPARSE_VERSION, which
 re-indexes kb files (their dense vectors are reused by content hash: only BM25 is recomputed).
 """
 

@@ -4,5 +4,5 @@ The kb folder stays the source of truth: an upload is a file copied into it (ato
 safe name: rag_api.uploads.names, .intake), then indexed by the same `sync_collection` the watcher
 runs (.indexing), so the watcher, `rag-hub check` and migrations see nothing new. Jobs are kept in
 RAG_DATA_DIR/jobs and outlive a restart (.jobs); the folder's files and their index state come
-from comparing the folder with the store (.state). Routes: rag_api.routes.files.
+from comparing the folder with the store (.state). Routes: rag_api.http.routes.files.
 """

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 
 from rag_api.errors import QueueFull, RagError, UpstreamUnavailable
 from rag_api.hub import Hub
-from rag_api.sync import file_scope, sync_collection
+from rag_api.indexing.sync import file_scope, sync_collection
 from rag_api.uploads.jobs import Job, JobBook, JobFile
 from rag_api.uploads.state import FileFailures
 

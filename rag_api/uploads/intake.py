@@ -15,9 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from rag_api import kb
 from rag_api.atomic import copy_atomically
-from rag_api.collection import Collection
 from rag_api.errors import (
     FileExists,
     InsufficientStorage,
@@ -25,6 +23,8 @@ from rag_api.errors import (
     NoKbFolder,
     PayloadTooLarge,
 )
+from rag_api.indexing import kb
+from rag_api.points.collection import Collection
 from rag_api.settings import Settings
 from rag_api.store.diskspace import MB, DiskSpace
 from rag_api.uploads.names import clean_path, inside

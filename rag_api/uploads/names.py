@@ -4,7 +4,7 @@ A name is taken apart by `/`, each part normalised (Unicode NFC, surrounding bla
 and empty parts dropped) and refused — never silently renamed, so the client knows what the file
 is called — when it could leave the kb folder (`..`, an absolute path, a backslash), when the
 indexer would never index it (hidden `.x`, `_`-prefixed, editor swap/backup names: the same rule
-as the watcher, rag_api.kb.ignore_reason), when Windows or a file share could not hold it
+as the watcher, rag_api.indexing.kb.ignore_reason), when Windows or a file share could not hold it
 (reserved device names such as `CON` or `lpt1.txt`, `<>:"|?*`, control characters, a trailing
 dot), or when it is longer than a source name may be. Its type must be one a reader handles (415).
 """
@@ -16,9 +16,9 @@ import re
 import unicodedata
 from pathlib import Path, PurePosixPath
 
-from rag_api.chunking import SUFFIXES
 from rag_api.errors import FileNotFound, InvalidRequest, UnsupportedFileType
-from rag_api.kb import ignore_reason
+from rag_api.indexing.chunking import SUFFIXES
+from rag_api.indexing.kb import ignore_reason
 
 MAX_PATH_CHARS = 512  # a source name's limit (README, Limits)
 MAX_PART_BYTES = 255  # a file name's limit on common filesystems

@@ -9,7 +9,7 @@ from typing import Any
 
 from rag_api.errors import FileNotFound
 from rag_api.hub import Hub
-from rag_api.sync import SyncReport, file_scope, remove_files
+from rag_api.indexing.sync import SyncReport, file_scope, remove_files
 from rag_api.uploads.indexing import IndexQueue
 from rag_api.uploads.intake import Incoming, kb_root, plan, write
 from rag_api.uploads.jobs import JobBook

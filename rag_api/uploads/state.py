@@ -1,7 +1,7 @@
 """A kb folder's files and their index state (GET /v1/collections/{c}/files).
 
 The state compares the folder with the store the way sync_collection decides what to index: a
-file is `indexed` when its chunks carry its current content hash (rag_api.kb.doc_hash) and all of
+file is `indexed` when its chunks carry its current content hash (rag_api.indexing.kb.doc_hash) and all of
 them are there, `stale` when the store holds another version (edited since, or chunks missing),
 `pending` when the store holds none of it yet, and `failed` when the indexer could not read the
 file as it is now (the reason: from the upload worker, the watcher in this process, or the
@@ -17,9 +17,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rag_api import kb
-from rag_api.collection import Collection
-from rag_api.sync import INCOMPLETE, file_inventory
+from rag_api.indexing import kb
+from rag_api.indexing.sync import INCOMPLETE, file_inventory
+from rag_api.points.collection import Collection
 
 HASH_CACHE_FILES = 100_000
 

@@ -1,7 +1,7 @@
 """Dataset loaders and trec_eval-compatible IR metrics for the retrieval benchmarks
 (and, in evallib.server, a hub server for the benchmarks that measure over HTTP)."""
 
-from rag_api.evaluation.metrics import (
+from rag_api.evaluation.scoring import (
     Evaluation,
     chunks_to_docs,
     evaluate,

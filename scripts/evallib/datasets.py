@@ -67,7 +67,7 @@ def load_dataset(
 def distinct_questions(data_dir: str | Path) -> list[str]:
     """Every SciFact question (its test and train splits, ~1,100), each text once, in a fixed
     order: latency benchmarks give each pass questions of its own, since the hub keeps recent
-    query vectors (rag_api.query_vectors) and a repeated question is not embedded again."""
+    query vectors (rag_api.embedding.query_vectors) and a repeated question is not embedded again."""
     seen: dict[str, None] = {}
     for split in ("test", "train"):
         for text in load_dataset("scifact", data_dir, split).queries.values():

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from rag_api.config import EmbedderConfig
-from rag_api.ingest import content_hash
-from rag_api.onnx_model import EXPORT_VERSION
+from rag_api.embedding.onnx_model import EXPORT_VERSION
+from rag_api.indexing.ingest import content_hash
 
 
 def runtime_tag(embedder: EmbedderConfig) -> str:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tests.conftest import hash_collection, minilm_collection, write_config
 from tests.console.conftest import ADMIN, READER, expect, kb_folder
-from tests.test_formats import write_pdf
+from tests.indexing.test_formats import write_pdf
 
 FICUS = "## Plant care\n\nThe ficus by the window is watered every Tuesday by the front desk.\n"
 BOILER = ["The boiler in the basement is serviced each October.", "Its pressure stays at 1.5 bar."]

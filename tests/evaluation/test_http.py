@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from rag_api.evaluation.generate import WARNING
-from rag_api.sync import sync_collection
+from rag_api.indexing.sync import sync_collection
 from tests.conftest import assert_error_shape, hash_collection, run_cli, write_config
 from tests.evaluation.world import code_questions, write_codes_kb
 

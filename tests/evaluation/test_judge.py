@@ -10,10 +10,10 @@ import pytest
 
 from rag_api.config import RetrievalConfig
 from rag_api.errors import InvalidRequest
-from rag_api.evaluation.metrics import hit_at_k
 from rag_api.evaluation.questions import Question, load_questions
 from rag_api.evaluation.run import NO_ANSWER, RIGHT, WRONG_SOURCE, RunResult, judge
-from rag_api.passage import Passage
+from rag_api.evaluation.scoring import hit_at_k
+from rag_api.search.passage import Passage
 
 
 def passage(source: str, index: int = 0, text: str = "") -> Passage:

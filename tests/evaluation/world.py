@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from rag_api.hub import Hub
-from rag_api.sync import sync_collection
+from rag_api.indexing.sync import sync_collection
 
 # codes made of the same digits: an embedding can hardly tell E4471 from E4417
 CODES = [

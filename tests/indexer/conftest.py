@@ -14,7 +14,7 @@ import pytest
 
 from indexer import Watcher
 from rag_api.hub import Hub
-from rag_api.retrieval import SearchRequest, search
+from rag_api.search.retrieval import SearchRequest, search
 from tests.conftest import REPO, cli_env, hash_collection, write_config
 
 DEBOUNCE_S = 0.2

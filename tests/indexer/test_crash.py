@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
-from rag_api import kb
 from rag_api.config import ChunkingConfig
 from rag_api.hub import Hub
+from rag_api.indexing import kb
+from rag_api.indexing.sync import sync_collection
 from rag_api.settings import Settings
-from rag_api.sync import sync_collection
 from tests.conftest import hash_collection, wait_for, write_config
 
 FILES = 200

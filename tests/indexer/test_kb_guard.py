@@ -10,7 +10,7 @@ import pytest
 
 from indexer import Watcher
 from rag_api.hub import Hub
-from rag_api.sync import stored_files, sync_collection
+from rag_api.indexing.sync import stored_files, sync_collection
 from tests.conftest import hash_collection, wait_for, write_config
 from tests.indexer.conftest import stop
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rag_api.kbadmin.schemas import CHUNK_MAX_CHARS, DOCUMENT_MAX_CHARS, ITEMS_MAX
+from rag_api.kbadmin.bodies import CHUNK_MAX_CHARS, DOCUMENT_MAX_CHARS, ITEMS_MAX
 from rag_api.settings import Settings
 from tests.conftest import LiveServer, assert_error_shape, hash_collection, write_config
 from tests.support.fakes import FakeOllama

@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rag_api.chunking import split_text
 from rag_api.config import ChunkingConfig
+from rag_api.indexing.chunking import split_text
 from tests.conftest import LiveServer, hash_collection, write_config
 
 SEARCHERS = 8

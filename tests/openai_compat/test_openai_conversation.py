@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from rag_api.errors import InvalidRequest
+from rag_api.openai_compat.bodies import ChatMessage
 from rag_api.openai_compat.condense import is_follow_up
 from rag_api.openai_compat.conversation import from_chat, from_responses
 from rag_api.openai_compat.reply import citations_footer
-from rag_api.openai_compat.schemas import ChatMessage
-from rag_api.passage import Passage
+from rag_api.search.passage import Passage
 from rag_api.store import sparse_encoder
 
 

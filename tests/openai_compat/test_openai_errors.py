@@ -79,7 +79,7 @@ MALFORMED = [
         "less than or equal to 2",
     ),
     ("chat/completions", {"model": "docs", "messages": ask("hi"), "n": 2}, "n", "less than"),
-    # values Python's JSON parser accepts but nothing downstream can hold (rag_api.json_body)
+    # values Python's JSON parser accepts but nothing downstream can hold (rag_api.http.json_body)
     (
         "chat/completions",
         '{"model": "docs", "messages": [{"role": "user", "content": "\\ud800"}]}',
@@ -184,7 +184,7 @@ def test_bearer_key_is_required_when_set(tmp_path, make_settings, serve):
 def test_every_openai_route_answers_errors_in_openai_shape(tmp_path, make_settings, serve):
     """The shape comes from the route: each route of the OpenAI router, refused (401) or called
     with the wrong method (405), answers OpenAI's error; a hub route keeps the hub's shape."""
-    from rag_api.routes.openai import router
+    from rag_api.http.routes.openai import router
 
     config = write_config(tmp_path / "collections.yaml", {"docs": hash_collection()})
     live = serve(make_settings(config, "memory", api_key="reader-key"))

@@ -13,9 +13,9 @@ import pytest
 
 from rag_api.config import load_config
 from rag_api.hub import Hub
+from rag_api.indexing.sync import sync_collection
 from rag_api.ops.check import run_check
 from rag_api.store import PointData, Selector
-from rag_api.sync import sync_collection
 from tests.conftest import REPO, free_port, hash_collection, run_cli, write_config
 
 TEXT = {

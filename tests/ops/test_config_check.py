@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from rag_api.collection import Collection
 from rag_api.config import parse_config
-from rag_api.embedder_dims import local_folder
-from rag_api.embedding import EmbeddingRouter
+from rag_api.embedding.dims import local_folder
+from rag_api.embedding.embedders import EmbeddingRouter
+from rag_api.points.collection import Collection
 from rag_api.settings import Settings
 from rag_api.store import open_store
 from tests.conftest import hash_collection, minilm_collection, run_cli, write_config

@@ -10,8 +10,8 @@ import pytest
 from rag_api.config import EmbedderConfig, load_config
 from rag_api.errors import ConfigError
 from rag_api.hub import Hub
+from rag_api.indexing.sync import sync_collection
 from rag_api.ops.config_file import set_embedder, with_embedder
-from rag_api.sync import sync_collection
 from tests.conftest import run_cli
 
 BIG = EmbedderConfig(provider="hash", model="hash-big", dim=1024)

@@ -7,16 +7,16 @@ import time
 
 import pytest
 
-from rag_api.chunking import Chunk
+from rag_api.answering.query import QueryBody, run_query
 from rag_api.config import EmbedderConfig
 from rag_api.errors import EmbedderUnavailable, MigrationInProgress
 from rag_api.hub import Hub
+from rag_api.indexing.chunking import Chunk
+from rag_api.indexing.sync import sync_collection
 from rag_api.ops.check import run_check
 from rag_api.ops.migrate import drop_old, plan_migration, plan_rollback, run_migration
 from rag_api.ops.versions import versions
-from rag_api.query import QueryBody, run_query
 from rag_api.store import Selector
-from rag_api.sync import sync_collection
 from tests.conftest import REPO, hash_collection, minilm_collection, write_config
 from tests.support.migration_world import QUESTIONS, SlowUpstream, fill, write_api
 from tests.support.writes import replace_source

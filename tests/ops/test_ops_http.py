@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from rag_api.errors import MigrationInProgress
+from rag_api.http.routes import ops
 from rag_api.ops.migrate import MigrateBody
-from rag_api.routes import ops
 from tests.conftest import (
     REPO,
     assert_error_shape,

@@ -9,10 +9,8 @@ import numpy as np
 import pytest
 
 from rag_api.config import RoutingConfig, parse_config
+from rag_api.embedding.query_vectors import QueryVectors
 from rag_api.errors import ConfigError
-from rag_api.passage import Passage
-from rag_api.query_vectors import QueryVectors
-from rag_api.retrieval import SearchOutcome
 from rag_api.routing.decide import (
     CONFIDENT,
     MARGIN,
@@ -26,6 +24,8 @@ from rag_api.routing.decide import (
 )
 from rag_api.routing.probe import Probe
 from rag_api.routing.signals import declared_matches, description_matches, question_language
+from rag_api.search.passage import Passage
+from rag_api.search.retrieval import SearchOutcome
 from rag_api.store.bm25 import sparse_encoder
 from rag_api.store.fusion import rank_fusion
 from tests.conftest import hash_collection

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from rag_api.chunking import Chunk, title_line
 from rag_api.hub import Hub
+from rag_api.indexing.chunking import Chunk, title_line
 from rag_api.payload import StoredChunk
-from rag_api.retrieval import SearchRequest, search
+from rag_api.search.retrieval import SearchRequest, search
 from rag_api.settings import Settings
 from rag_api.store import Selector, sparse_encoder
 from rag_api.store.bm25 import lexical_text

@@ -10,11 +10,11 @@ import pytest
 import qdrant_edge as qe
 from qdrant_client import models as m
 
+from rag_api.answering.query import QueryBody, run_query
 from rag_api.config import load_config
-from rag_api.embedding import EmbeddingRouter
+from rag_api.embedding.embedders import EmbeddingRouter
 from rag_api.hub import Hub
-from rag_api.query import QueryBody, run_query
-from rag_api.retrieval import SearchRequest, search
+from rag_api.search.retrieval import SearchRequest, search
 from rag_api.settings import Settings
 from tests.conftest import hash_collection, write_config
 

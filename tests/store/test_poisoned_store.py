@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 from rag_api.hub import Hub
+from rag_api.indexing.sync import sync_collection
 from rag_api.ops.check import run_check
 from rag_api.payload import point_id
-from rag_api.retrieval import SearchRequest, search
+from rag_api.search.retrieval import SearchRequest, search
 from rag_api.store import PointData
 from rag_api.store.edge import EdgeStore
-from rag_api.sync import sync_collection
 from tests.conftest import (
     LiveServer,
     assert_error_shape,

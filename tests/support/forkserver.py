@@ -88,8 +88,8 @@ def alive(pid: int | None) -> bool:
 
 
 def main() -> None:
-    import rag_api.app  # noqa: F401 - the imports every child shares
-    from rag_api import cli
+    import rag_api.http.app  # noqa: F401 - the imports every child shares
+    from rag_api.cli import main as cli
 
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped as they die
     for line in sys.stdin:

@@ -6,11 +6,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from rag_api.chunking import Chunk
-from rag_api.collection import Collection
-from rag_api.ingest import DocumentWrite, write_documents
+from rag_api.indexing.chunking import Chunk
+from rag_api.indexing.ingest import DocumentWrite, write_documents
+from rag_api.indexing.sync import sync_collection
+from rag_api.points.collection import Collection
 from rag_api.store import Selector
-from rag_api.sync import sync_collection
 from tests.support.fakes.http import Request, Response
 from tests.support.fakes.openai_upstream import FakeOpenAI
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from rag_api.hub import Hub
+from rag_api.indexing.sync import sync_collection
 from rag_api.settings import Settings
-from rag_api.sync import sync_collection
 from tests.conftest import LiveServer
 
 KB = {

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from rag_api.chunking import Chunk
-from rag_api.collection import Collection
-from rag_api.ingest import DocumentWrite, WriteStats, write_documents
+from rag_api.indexing.chunking import Chunk
+from rag_api.indexing.ingest import DocumentWrite, WriteStats, write_documents
+from rag_api.points.collection import Collection
 from rag_api.store import Selector
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rag_api.indexing.sync import file_scope, sync_collection
 from rag_api.store import Selector
-from rag_api.sync import file_scope, sync_collection
 from tests.conftest import assert_error_shape, wait_for
-from tests.test_formats import write_pdf
+from tests.indexing.test_formats import write_pdf
 from tests.uploads.conftest import file_states, finished, upload
 
 GUIDE = b"# Warranty\n\nThe heat pump carries a five year warranty on the compressor.\n"

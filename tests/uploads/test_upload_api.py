@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_api.sync import file_scope
+from rag_api.indexing.sync import file_scope
 from tests.conftest import assert_error_shape, hash_collection, wait_for, write_config
 from tests.uploads.conftest import ADMIN, READER, file_states, finished, upload
 

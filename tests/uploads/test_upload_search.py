@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import minilm_collection, write_config
-from tests.test_formats import write_pdf
+from tests.indexing.test_formats import write_pdf
 from tests.uploads.conftest import file_states, finished, upload
 
 POLICY = b"""# Travel policy

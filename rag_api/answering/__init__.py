@@ -1,0 +1,1 @@
+"""Answers from retrieved passages: the query (retrieve, then answer), extractive and LLM answers, their streams."""

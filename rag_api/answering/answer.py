@@ -1,0 +1,147 @@
+"""From retrieved passages to an answer: no evidence -> fixed answer; LLM down -> extractive, said so."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+
+from rag_api.errors import LLMUnavailable
+from rag_api.llm.generators import (
+    Generation,
+    GeneratorRouter,
+    Messages,
+    ThinkFilter,
+    Usage,
+    extractive_answer,
+    pieces,
+)
+from rag_api.llm.prompts import pack, system_prompt
+from rag_api.observability.metrics import LLM_CALLS, LLM_FAILURES, LLM_FALLBACKS, NO_EVIDENCE
+from rag_api.points.collection import Collection
+from rag_api.search.passage import Passage
+
+log = logging.getLogger("rag_api.answering.answer")
+
+
+def select_context(passages: Sequence[Passage], budget_chars: int) -> list[Passage]:
+    """The passages that fit the context budget, best first; the first always fits (cut if needed)."""
+    chosen: list[Passage] = []
+    used = 0
+    for passage in passages:
+        if used + len(passage.text) > budget_chars:
+            if not chosen:
+                chosen.append(replace(passage, text=passage.text[:budget_chars]))
+            break
+        chosen.append(passage)
+        used += len(passage.text)
+    return chosen
+
+
+@dataclass
+class AnswerStream:
+    """An answer being produced. Iterate for text pieces (once); afterwards `usage` and
+    `finish_reason` are final. `generator` says who answered: an LLM provider, `extractive`,
+    or `none` (no evidence: fixed answer, zero tokens, no LLM call)."""
+
+    passages: list[Passage]
+    generator: str
+    model: str | None
+    warning: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str = "stop"
+    _pieces: Iterator[str] | None = None
+    _read: bool = False
+
+    def __iter__(self) -> Iterator[str]:
+        assert self._pieces is not None and not self._read, "an answer can be read once"
+        self._read = True
+        return self._pieces
+
+    def text(self) -> str:
+        return "".join(self)
+
+    def close(self) -> None:
+        """Stop generating (the client went away): closes the upstream request, also mid-read."""
+        close = getattr(self._pieces, "close", None)
+        if close is not None:
+            close()
+
+
+def answer(
+    generators: GeneratorRouter,
+    collection: Collection,
+    question: str,
+    passages: Sequence[Passage],
+    history: Messages | None = None,
+    client_system: str | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    language: str | None = None,
+) -> AnswerStream:
+    """Start answering `question` from `passages` with the collection's LLM, in `language`
+    (default: the collection's; `auto` decides it when passages of several collections mix)."""
+    cfg = collection.cfg
+    lang = language or cfg.language
+    if not passages:
+        NO_EVIDENCE.labels(collection.name).inc()
+        return AnswerStream([], "none", None, _pieces=iter([pack(lang).no_evidence]))
+    context = select_context(passages, cfg.retrieval.context_chars)
+    generator = generators.get(cfg.llm)
+    if generator is None:
+        text = extractive_answer(question, context, lang, collection.sparse)
+        return AnswerStream(context, "extractive", None, _pieces=pieces(text))
+    messages: Messages = [
+        {"role": "system", "content": system_prompt(lang, context, client_system)},
+        *(history or []),
+        {"role": "user", "content": question},
+    ]
+    generation = Generation(generator.name, generator.model)
+    LLM_CALLS.labels(generator.name).inc()
+    upstream = generators.stream(
+        cfg.llm,
+        messages,
+        generation,
+        cfg.llm.temperature if temperature is None else temperature,
+        max_tokens or cfg.llm.max_tokens,
+    )
+    try:
+        first = next(upstream, "")
+    except LLMUnavailable as exc:
+        LLM_FAILURES.labels(generator.name).inc()
+        LLM_FALLBACKS.labels(collection.name).inc()
+        log.warning("%s: %s; answering extractively", collection.name, exc.message)
+        text = extractive_answer(question, context, lang, collection.sparse, fallback=True)
+        warning = f"{exc.message}; answered extractively from the retrieved passages"
+        return AnswerStream(context, "extractive", None, warning, _pieces=pieces(text))
+    result = AnswerStream(context, generator.name, generator.model)
+    result._pieces = _filtered(first, upstream, generation, result)
+    return result
+
+
+def _filtered(
+    first: str, upstream: Iterator[str], generation: Generation, result: AnswerStream
+) -> Iterator[str]:
+    think = ThinkFilter()
+    try:
+        for piece in _chain(first, upstream):
+            text = think.feed(piece)
+            if text:
+                yield text
+        rest = think.flush()
+        if rest:
+            yield rest
+    except LLMUnavailable as exc:
+        LLM_FAILURES.labels(generation.name).inc()
+        log.warning("answer interrupted: %s", exc.message)
+        generation.finish_reason = "error"
+        result.warning = f"{exc.message}; the answer is incomplete"
+    finally:
+        upstream.close()  # type: ignore[attr-defined]
+        result.usage = generation.usage
+        result.finish_reason = generation.finish_reason
+
+
+def _chain(first: str, rest: Iterator[str]) -> Iterator[str]:
+    yield first
+    yield from rest

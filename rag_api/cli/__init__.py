@@ -1,0 +1,1 @@
+"""The `rag-hub` command: the top-level group (cli.main) and one module per group of commands."""

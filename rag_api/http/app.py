@@ -1,0 +1,126 @@
+"""create_app(settings): the FastAPI application; its lifespan opens the hub (store + models)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
+
+from rag_api.console import pages as console
+from rag_api.http.error_responses import ERRORS, install_error_handlers
+from rag_api.http.hot_reads import HotReads
+from rag_api.http.json_body import JsonBodies
+from rag_api.http.limits import BodyLimit
+from rag_api.http.request_log import RequestLog
+from rag_api.http.routes import (
+    admin,
+    collections,
+    evaluation,
+    health,
+    indexer,
+    openai,
+    ops,
+    overview,
+    query,
+    uploads,
+)
+from rag_api.hub import Hub
+from rag_api.kbadmin.writes import drop_temporary
+from rag_api.llm.pool import GenerationPool
+from rag_api.ops.listening import announce, withdraw
+from rag_api.ops.readiness import disk_problem
+from rag_api.settings import Settings
+from rag_api.uploads.service import Uploads
+
+log = logging.getLogger("rag_api.http.app")
+
+
+def create_app(
+    settings: Settings | None = None, hub: Hub | None = None, watch: bool = False
+) -> FastAPI:
+    """A fresh app. It opens its own hub at start-up unless one is given (then the caller owns it);
+    `watch` runs the folder indexer in the same process (what the embedded store needs)."""
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        app.state.generation = GenerationPool(settings.max_generations)
+        opened = hub or await anyio.to_thread.run_sync(Hub.open, settings)
+        record = None
+        try:
+            await anyio.to_thread.run_sync(opened.load_models)
+            await anyio.to_thread.run_sync(drop_temporary, opened)  # persist: false ends here
+            app.state.hub = opened
+            log.info(
+                "serving %d collections from %s", len(opened.collections), opened.store.location
+            )
+            low = disk_problem(opened)
+            if low is not None:
+                log.warning("%s", low.message)
+            record = announce(settings)  # CLI reads find this server by it
+            if watch:
+                from indexer import Watcher
+
+                app.state.watcher = await anyio.to_thread.run_sync(Watcher(opened).start)
+            app.state.uploads = await anyio.to_thread.run_sync(Uploads(opened).start)
+            yield
+        finally:
+            if app.state.uploads is not None:
+                await anyio.to_thread.run_sync(app.state.uploads.stop)
+                app.state.uploads = None
+            if app.state.watcher is not None:
+                await anyio.to_thread.run_sync(app.state.watcher.stop)
+                app.state.watcher = None
+            app.state.hub = None
+            withdraw(record)
+            if hub is None:
+                await anyio.to_thread.run_sync(opened.close)
+
+    # /docs and /redoc with Swagger UI and ReDoc from the fastapi-offline package: no CDN
+    app = FastAPIOffline(
+        title="RAG Hub",
+        summary="Retrieval-augmented answers from folders of documents, on Qdrant.",
+        version="0.1.0",
+        lifespan=lifespan,
+        responses=ERRORS,
+        # the hub's metrics are Prometheus (rag_api.observability.metrics); FastAPI's own OpenTelemetry hooks
+        # would look up three providers on every request (~15 us) to find none configured
+        telemetry={"tracing": False, "metrics": False, "logs": False},
+    )
+    app.state.settings = settings
+    app.state.hub = None
+    app.state.watcher = None
+    app.state.uploads = None
+    install_error_handlers(app)
+    app.add_middleware(JsonBodies)
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=settings.max_body_bytes,
+        wider={uploads.UPLOAD_PATH: settings.upload_max_bytes},
+    )
+    app.add_middleware(RequestLog)  # its id and timing cover every layer below
+    # outermost: the plain hot reads are answered here, with the checks, id, log and metrics of
+    # the layers above in one pass; everything else goes on to them
+    app.add_middleware(HotReads, reads=(query.HOT, *admin.HOT), max_bytes=settings.max_body_bytes)
+    routers = (
+        health.router,
+        collections.router,
+        query.router,
+        openai.router,
+        ops.router,
+        indexer.router,
+        admin.router,
+        uploads.router,
+        evaluation.router,
+        overview.router,
+    )
+    for router in routers:
+        app.include_router(router)
+    console.install(app)  # the pages at / (data comes from the API above, with the tab's key)
+    # what the error handlers match a request against when it failed before routing
+    app.state.routes = [route for router in routers for route in router.routes]
+    return app

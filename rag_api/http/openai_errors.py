@@ -1,0 +1,62 @@
+"""The OpenAI error shape on the OpenAI routes: {"error": {"message", "type", "param", "code"}}.
+
+SDKs raise their usual exceptions from it (BadRequestError, AuthenticationError, NotFoundError).
+Codes are the hub's stable codes in lower case, except `invalid_api_key` for a missing or wrong
+key; invalid requests are 400 as on OpenAI (422 on the hub's other routes). The OpenAI router's
+routes are `OpenAIRoute`s: the app's error handlers render an error the way its route says.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from pydantic import BaseModel
+
+from rag_api.http.error_responses import Headers
+
+_CODES = {"UNAUTHORIZED": "invalid_api_key"}
+
+
+def openai_error_response(
+    status: int, code: str, message: str, param: str | None = None, headers: Headers = None
+) -> JSONResponse:
+    """An error in OpenAI's shape; `param` names the field (`messages[0].content`)."""
+    if code == "INVALID_REQUEST":
+        status = 400
+    error = {
+        "message": message,
+        "type": "server_error" if status >= 500 else "invalid_request_error",
+        "param": re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", param) if param else None,
+        "code": _CODES.get(code, code.lower()),
+    }
+    return JSONResponse({"error": error}, status_code=status, headers=headers)
+
+
+class OpenAIErrorDetail(BaseModel):
+    message: str
+    type: str  # invalid_request_error, or server_error for 5xx
+    param: str | None
+    code: str
+
+
+class OpenAIErrorBody(BaseModel):
+    error: OpenAIErrorDetail
+
+
+class OpenAIRoute(APIRoute):
+    """A route whose errors take OpenAI's shape (the route_class of routes/openai.py's router):
+    rendered so by the app's error handlers, and documented so in /openapi.json."""
+
+    render_error = staticmethod(openai_error_response)
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **options: Any) -> None:
+        errors = {
+            status: {"model": OpenAIErrorBody, "description": "An error in OpenAI's shape"}
+            for status in ("4XX", "5XX")
+        }
+        options["responses"] = {**(options.get("responses") or {}), **errors}
+        super().__init__(path, endpoint, **options)

@@ -1,0 +1,57 @@
+"""Liveness (/health) and readiness (/ready: store open, disk room, collections usable)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from rag_api.errors import NotReady
+from rag_api.http.answers import Ready
+from rag_api.http.auth import is_reader
+from rag_api.indexing.kb import folder_problem
+from rag_api.ops import readiness
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/health")
+async def health() -> dict[str, str]:
+    """The process is up (answered on the event loop: it never waits for a worker thread)."""
+    return {"status": "ok"}
+
+
+@router.get("/ready", response_model=Ready, response_model_exclude_unset=True)
+def ready(request: Request) -> dict[str, Any]:
+    """200 when the store answers, has disk room, and every enabled collection can be read and
+    written with its embedder loaded; 503 naming what is not. Details (paths, the store's
+    location, messages) only for a caller with the reader key when keys are set."""
+    hub = getattr(request.app.state, "hub", None)
+    if hub is None:
+        raise NotReady("starting: the store and models are not open yet")
+    detailed = is_reader(request)
+    found = readiness.problems(hub)
+    if found:
+        raise NotReady(f"not ready: {readiness.summary(found, detailed)}")
+    # a missing kb folder is reported, not a reason to stop serving what the store holds
+    kb_folders = {
+        name: problem if detailed else problem.partition(":")[0]
+        for name, collection in sorted(hub.collections.items())
+        if collection.kb_path is not None and (problem := folder_problem(collection.kb_path))
+    }
+    # each LLM server's circuit (closed / open / half-open): answers are extractive while open
+    circuits = {name: hub.generators.breaker(c.cfg.llm) for name, c in hub.collections.items()}
+    llm = {name: breaker.state for name, breaker in sorted(circuits.items()) if breaker}
+    if not detailed:
+        return {"status": "ready", "kb_folders": kb_folders, "llm": llm}
+    body: dict[str, Any] = {
+        "status": "ready",
+        "store": hub.store.location,
+        "collections": sorted(hub.collections),
+        "kb_folders": kb_folders,
+        "llm": llm,
+    }
+    disk = getattr(hub.store, "disk", None)
+    if disk is not None:
+        body["disk"] = disk.status()
+    return body

@@ -1,0 +1,138 @@
+"""/v1/ops/*: the integrity check and migrations run inside the server (admin key; a check
+that repairs nothing needs only the reader key).
+
+The embedded store belongs to one process; while `rag-hub serve` owns it, `rag-hub check` and
+`rag-hub migrate` send the operation here and print the same output.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import threading
+from collections.abc import AsyncIterator
+from contextlib import ExitStack
+from functools import partial
+from typing import Annotated, Any
+
+import anyio
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.types import Receive, Scope, Send
+
+from rag_api.errors import RagError
+from rag_api.http.auth import check_admin, require_admin, require_reader
+from rag_api.http.deps import HubDep
+from rag_api.ops.check import DEFAULT_SAMPLE, run_check
+from rag_api.ops.migrate import MigrateBody, drop_old, exclusive, run_migration
+
+router = APIRouter(prefix="/v1/ops", tags=["ops"])
+ADMIN = [Depends(require_admin)]
+
+
+class CheckBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    collection: str | None = None
+    repair: bool = False
+    sample: Annotated[int, Field(ge=0, le=10_000)] = DEFAULT_SAMPLE
+
+
+class CollectionBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    collection: str
+
+
+@router.post("/check", dependencies=[Depends(require_reader)])
+def check(request: Request, body: CheckBody, hub: HubDep) -> dict[str, Any]:
+    """The check's JSON document (status 200 whatever it found: see its exit_code); reading
+    needs the reader key, repairing the admin key."""
+    if body.repair:
+        check_admin(request)
+    return run_check(hub, body.collection, body.repair, body.sample).as_dict()
+
+
+@router.post("/migrate/plan", dependencies=ADMIN)
+def migrate_plan(body: MigrateBody, hub: HubDep) -> dict[str, Any]:
+    """What the migration would do; changes nothing."""
+    return body.plan(hub).as_dict()
+
+
+class Events(StreamingResponse):
+    """The NDJSON event stream; sets `cancel` however it ends (a client gone before the first
+    line included), a no-op once the migration has finished."""
+
+    media_type = "application/x-ndjson"
+
+    def __init__(self, content: AsyncIterator[bytes], cancel: threading.Event) -> None:
+        super().__init__(content)
+        self.cancel = cancel
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.cancel.set()
+
+
+@router.post(
+    "/migrate",
+    dependencies=ADMIN,
+    response_class=Response,  # no media type of its own: the errors stay documented as JSON
+    responses={200: {"content": {Events.media_type: {}}, "description": "NDJSON events"}},
+)
+def migrate(body: MigrateBody, hub: HubDep) -> StreamingResponse:
+    """Run a migration, streaming NDJSON events: plan, progress..., then done or error.
+
+    A client that hangs up before the alias swap cancels it (re-running resumes); after the
+    swap the migration completes.
+    """
+    plan = body.plan(hub)
+    claim = ExitStack()  # held from here to the migration's end: a second one is refused (409)
+    claim.enter_context(exclusive(hub, body.collection))
+    events: queue.Queue[dict[str, Any] | None] = queue.Queue()
+    events.put({"event": "plan", "plan": plan.as_dict()})
+    cancel = threading.Event()
+
+    def work() -> None:
+        try:
+            progress = partial(_progress, events)
+            result = run_migration(hub, plan, progress, cancel, claim)
+            events.put({"event": "done", "result": result.as_dict()})
+        except RagError as exc:
+            events.put({"event": "error", "error": {"code": exc.code, "message": exc.message}})
+        except Exception as exc:  # reported in the stream: the status line is already sent
+            message = f"internal error: {type(exc).__name__}: {exc}"
+            events.put({"event": "error", "error": {"code": "INTERNAL_ERROR", "message": message}})
+        finally:
+            claim.close()  # already released when run_migration started; here in case it did not
+            events.put(None)
+
+    async def stream() -> AsyncIterator[bytes]:
+        while True:
+            try:
+                event = await anyio.to_thread.run_sync(partial(events.get, timeout=0.5))
+            except queue.Empty:
+                continue
+            if event is None:
+                return
+            yield _line(event)
+
+    threading.Thread(target=work, name=f"migrate-{plan.collection}", daemon=True).start()
+    return Events(stream(), cancel)
+
+
+@router.post("/drop-old", dependencies=ADMIN)
+def drop_old_collections(body: CollectionBody, hub: HubDep) -> dict[str, Any]:
+    """Delete the collections a migration left behind (the live one stays)."""
+    return {"collection": body.collection, "dropped": drop_old(hub, body.collection)}
+
+
+def _progress(events: queue.Queue, phase: str, done: int, total: int) -> None:
+    events.put({"event": "progress", "phase": phase, "done": done, "total": total})
+
+
+def _line(event: dict[str, Any]) -> bytes:
+    return (json.dumps(event, ensure_ascii=False) + "\n").encode()

@@ -1,0 +1,56 @@
+"""POST /query/{collection}: retrieve, then answer (or only retrieve, with generate=false)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import Response
+from starlette.concurrency import run_in_threadpool
+
+from rag_api.answering.query import QueryBody, run_query
+from rag_api.answering.sse import EventStream
+from rag_api.answering.stream import QueryEvents
+from rag_api.http.answers import STREAMED, QueryAnswer
+from rag_api.http.auth import require_reader
+from rag_api.http.declared import declared
+from rag_api.http.deps import HubDep, get_generation
+from rag_api.http.hot_reads import HotRead
+from rag_api.hub import Hub
+from rag_api.llm.pool import GenerationPool
+
+router = APIRouter(tags=["query"], dependencies=[Depends(require_reader)])
+
+
+@router.post(
+    "/query/{collection}",
+    response_model=QueryAnswer,
+    response_model_exclude_unset=True,
+    responses=STREAMED,
+)
+async def query(
+    collection: str,
+    body: QueryBody,
+    hub: HubDep,
+    generation: GenerationPool = Depends(get_generation),
+) -> Response:
+    """Answer a question from one collection, with the passages it is grounded in; with
+    `stream: true`, as server-sent events (sources, then the answer's pieces, then done)."""
+    if body.stream:
+        events = await generation.run(QueryEvents, hub, collection, body)
+        return EventStream(iter(events), events.close, generation)
+    if body.generate:
+        return await generation.run(answered, hub, collection, body)
+    return await run_in_threadpool(answered, hub, collection, body)
+
+
+def answered(hub: Hub, collection: str, body: QueryBody) -> Response:
+    """The query's answer, checked and serialised in the worker thread (routes.declared)."""
+    return declared(QueryAnswer, run_query(hub, collection, body))
+
+
+# a retrieval-only query, served by rag_api.http.hot_reads without FastAPI's per-request work
+HOT = HotRead(
+    "/query/{collection}",
+    QueryBody,
+    lambda hub, body, collection: answered(hub, collection, body),
+    takes=lambda body: not body.stream and not body.generate,
+)

@@ -1,0 +1,53 @@
+"""What the upload routes answer (documented in /openapi.json; see rag_api.http.answers)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from rag_api.http.answers import Answer
+
+Status = Literal["queued", "indexing", "done", "failed"]
+
+
+class JobFileAnswer(Answer):
+    path: str  # relative to the kb folder, POSIX
+    size: int
+    status: Status
+    chunks: int | None  # the file's chunks once indexed
+    embedded: int  # chunks embedded for this job
+    skipped: int  # chunks not embedded: the same text was stored already (vector reused)
+    error: str | None
+
+
+class JobAnswer(Answer):
+    """An upload job: done when every file was indexed, failed when any was not."""
+
+    id: str
+    status: Status
+    collection: str
+    created_at: str
+    finished_at: str | None
+    files: list[JobFileAnswer]
+
+
+class JobList(Answer):
+    jobs: list[JobAnswer]  # the most recent first
+
+
+class KbFileAnswer(Answer):
+    path: str
+    size: int
+    modified: str | None  # ISO 8601, UTC
+    state: Literal["indexed", "stale", "pending", "failed"]
+    chunks: int  # chunks the store holds for it
+    reason: str | None  # why it failed (or is stale)
+
+
+class KbFileList(Answer):
+    collection: str
+    files: list[KbFileAnswer]
+
+
+class Deleted(Answer):
+    deleted: str
+    chunks_removed: int

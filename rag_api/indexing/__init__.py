@@ -1,0 +1,1 @@
+"""kb folders to points: which files count, format readers, chunking, ingest (hash-skip, embed, replace) and sync."""

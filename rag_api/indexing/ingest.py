@@ -1,0 +1,178 @@
+"""Chunks -> points: hash-skip unchanged chunks, embed the rest in batches, replace atomically."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rag_api import payload
+from rag_api.errors import EmbedderUnavailable
+from rag_api.indexing.chunking import Chunk, title_line
+from rag_api.points.collection import Collection
+from rag_api.points.write_batch import Batch
+from rag_api.store import PointData, Selector
+
+log = logging.getLogger("rag_api.indexing.ingest")
+# chunks embedded per call in a bulk index: the model sorts a call's texts by length to pad less,
+# so fewer, larger calls come closer to encoding everything at once
+EMBED_BATCH_CHUNKS = 2048
+REUSE_FIELDS = [payload.EMBEDDER, payload.CONTENT_HASH]
+
+
+@dataclass
+class WriteStats:
+    embedded: int = 0
+    reused: int = 0
+    deleted: int = 0
+    written: int = 0
+
+    def add(self, other: WriteStats) -> None:
+        self.embedded += other.embedded
+        self.reused += other.reused
+        self.deleted += other.deleted
+        self.written += other.written
+
+
+def content_hash(text: str, prefix: str = "") -> str:
+    """Identity of what gets embedded: equal hash, equal vector."""
+    return hashlib.sha256((prefix + text).encode()).hexdigest()[:32]
+
+
+@dataclass
+class DocumentWrite:
+    """Make the points selected by `scope` be exactly `chunks` (an empty list deletes them).
+
+    Prepared first (payloads built and checked, existing vectors reused by content hash, only new
+    texts embedded), then committed as one replacement of the scope (Batch.replace): a scope by
+    source or file (not by ids) is a whole document, replaced by a new generation of it, so a
+    crash between the overwrite and the drop is completed at the next open (rag_api.points.generations).
+    """
+
+    collection: Collection
+    scope: Selector
+    chunks: list[Chunk]
+    provenance: dict[str, Any] = field(default_factory=dict)  # who writes (rag_api.payload)
+    reuse_from: Selector | None = None  # more points whose vectors may be reused (a renamed file)
+    seqs: list[int] | None = None  # chunk numbers chosen by the caller (else kept or allocated)
+    reembed: bool = False  # embed every chunk anew, ignoring stored vectors (a forced rebuild)
+    hashes: list[str] = field(init=False, default_factory=list)
+    payloads: list[dict[str, Any]] = field(init=False, default_factory=list)
+    vectors: dict[str, np.ndarray | list[float]] = field(init=False, default_factory=dict)
+    reused: int = field(init=False, default=0)
+
+    def prepare(self, batch: Batch) -> list[str]:
+        """Build the payloads, load reusable vectors; return the texts that still need embedding
+        (deduplicated)."""
+        coll = self.collection
+        prefix = coll.cfg.embedder.document_prefix
+        self.hashes = [content_hash(c.text, prefix) for c in self.chunks]
+        titles = document_titles(self.chunks)
+        self.payloads = [
+            payload.build(
+                self.provenance,
+                text=chunk.text,
+                source=chunk.source,
+                chunk_index=chunk.chunk_index,
+                metadata=chunk.metadata,
+                content_hash=digest,
+                embedder=coll.embedder_id,
+                title=titles.get(chunk.source),
+            )
+            for chunk, digest in zip(self.chunks, self.hashes, strict=True)
+        ]
+        scopes = [self.scope] + ([self.reuse_from] if self.reuse_from is not None else [])
+        for scope in scopes if self.chunks and not self.reembed else []:
+            for record in batch.records(scope, REUSE_FIELDS, with_dense=True):
+                stored = payload.StoredChunk(record.payload)
+                digest = stored.content_hash
+                if record.dense is not None and digest and stored.embedder == coll.embedder_id:
+                    self.vectors.setdefault(digest, record.dense)
+        self.reused = sum(1 for digest in self.hashes if digest in self.vectors)
+        missing: dict[str, str] = {}
+        for chunk, digest in zip(self.chunks, self.hashes, strict=True):
+            if digest not in self.vectors:
+                missing.setdefault(digest, chunk.text)
+        return list(missing.values())
+
+    def accept(self, texts: Sequence[str], vectors: np.ndarray) -> None:
+        prefix = self.collection.cfg.embedder.document_prefix
+        for text, vector in zip(texts, vectors, strict=True):
+            self.vectors[content_hash(text, prefix)] = vector
+
+    def commit(self, batch: Batch) -> WriteStats:
+        coll = self.collection
+        sparse = coll.sparse.documents(
+            [c.text for c in self.chunks], [p.get(payload.TITLE) for p in self.payloads]
+        )
+        ids = [payload.point_id(coll.name, c.source, c.chunk_index) for c in self.chunks]
+        points = [
+            PointData(pid, self.vectors[digest], body, sv)
+            for pid, body, digest, sv in zip(ids, self.payloads, self.hashes, sparse, strict=True)
+        ]
+        deleted = batch.replace(self.scope, points, self.seqs)
+        return WriteStats(
+            embedded=len(points) - self.reused,
+            reused=self.reused,
+            deleted=deleted,
+            written=len(points),
+        )
+
+
+def document_titles(chunks: Sequence[Chunk]) -> dict[str, str]:
+    """source -> its title line, for the sources (among `chunks`) that start with one."""
+    by_source: dict[str, list[Chunk]] = {}
+    for chunk in chunks:
+        by_source.setdefault(chunk.source, []).append(chunk)
+    titles = {}
+    for source, own in by_source.items():
+        ordered = sorted(own, key=lambda c: c.chunk_index)
+        if (title := title_line([c.text for c in ordered])) is not None:
+            titles[source] = title
+    return titles
+
+
+def write_documents(
+    collection: Collection,
+    writes: Sequence[DocumentWrite],
+    on_done: Callable[[DocumentWrite, WriteStats], None] | None = None,
+) -> WriteStats:
+    """Apply several document writes, embedding all their new chunks in shared batches.
+
+    Nothing is written until every vector is ready: an embedder failure leaves the store as it was.
+    """
+    with collection.batch() as batch:  # a migration's alias swap waits for it, or it for the swap
+        total = WriteStats()
+        pending = [(write, write.prepare(batch)) for write in writes]
+        vectors = embed_texts(collection, [t for _, texts in pending for t in texts])
+        start = 0
+        for write, texts in pending:
+            write.accept(texts, vectors[start : start + len(texts)])
+            start += len(texts)
+            stats = write.commit(batch)
+            total.add(stats)
+            if on_done is not None:
+                on_done(write, stats)
+    return total
+
+
+def embed_texts(collection: Collection, texts: list[str]) -> np.ndarray:
+    """Document embeddings of `texts`, checked for shape; any failure is EmbedderUnavailable."""
+    if not texts:
+        return np.zeros((0, collection.cfg.embedder.dim), dtype=np.float32)
+    try:
+        vectors = collection.embed_documents(texts)
+    except EmbedderUnavailable:
+        raise
+    except Exception as exc:
+        raise EmbedderUnavailable(collection.embedder_id, str(exc)) from exc
+    if vectors.shape != (len(texts), collection.cfg.embedder.dim):
+        raise EmbedderUnavailable(
+            collection.embedder_id,
+            f"returned vectors of shape {vectors.shape}, expected ({len(texts)}, {collection.cfg.embedder.dim})",
+        )
+    return vectors

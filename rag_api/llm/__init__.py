@@ -1,0 +1,1 @@
+"""The language models: Ollama and OpenAI-compatible clients, the extractive generator, breakers, the generation pool, prompts."""

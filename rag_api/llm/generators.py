@@ -1,0 +1,342 @@
+"""Answer generation: Ollama, any OpenAI-compatible server, or extractive (no LLM), always streamable."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rag_api.config import LLMConfig, LLMTimeouts
+from rag_api.errors import LLMUnavailable
+from rag_api.llm.breaker import CircuitBreaker
+from rag_api.llm.prompts import Cited, pack
+from rag_api.providers import LLMS
+from rag_api.redact import redact
+from rag_api.settings import Settings
+from rag_api.store import SparseEncoder
+
+Messages = list[dict[str, str]]
+
+
+@dataclass
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+        }
+
+
+@dataclass
+class Generation:
+    """A generation in progress: `Generator.stream` yields its text, then fills in usage and finish_reason."""
+
+    name: str
+    model: str | None
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str = "stop"
+
+
+class Generator(ABC):
+    name: str
+    model: str | None = None
+
+    @abstractmethod
+    def stream(
+        self, messages: Messages, generation: Generation, temperature: float, max_tokens: int | None
+    ) -> Iterator[str]:
+        """Text pieces as the model produces them; raises LLMUnavailable before the first piece
+        when the model cannot be reached."""
+
+
+class OllamaGenerator(Generator):
+    name = "ollama"
+
+    def __init__(self, model: str, base_url: str, timeouts: LLMTimeouts) -> None:
+        import ollama
+
+        self.model = model
+        self.base_url = base_url
+        self._client = ollama.Client(host=base_url, timeout=http_timeout(timeouts))
+
+    def stream(
+        self, messages: Messages, generation: Generation, temperature: float, max_tokens: int | None
+    ) -> Iterator[str]:
+        options: dict[str, Any] = {"temperature": temperature}
+        if max_tokens:
+            options["num_predict"] = max_tokens
+        try:
+            chunks = self._client.chat(
+                model=self.model, messages=messages, stream=True, options=options
+            )
+            first = next(chunks, None)
+        except Exception as exc:
+            raise LLMUnavailable(f"Ollama at {self.base_url} ({self.model})", str(exc)) from exc
+        try:
+            chunk = first
+            while chunk is not None:
+                if chunk.message and chunk.message.content:
+                    yield chunk.message.content
+                if chunk.done:
+                    generation.usage = Usage(chunk.prompt_eval_count or 0, chunk.eval_count or 0)
+                    generation.finish_reason = "length" if chunk.done_reason == "length" else "stop"
+                chunk = _next(chunks, f"Ollama at {self.base_url} ({self.model})")
+        finally:
+            chunks.close()  # a client that went away stops the upstream generation
+
+
+class OpenAIGenerator(Generator):
+    name = "openai"
+
+    def __init__(
+        self, model: str, base_url: str, api_key: str | None, timeouts: LLMTimeouts
+    ) -> None:
+        import openai
+
+        self.model = model
+        self.base_url = base_url
+        self._client = openai.OpenAI(
+            base_url=base_url,
+            api_key=api_key or "not-needed",
+            timeout=http_timeout(timeouts),
+            max_retries=0,
+        )
+
+    def stream(
+        self, messages: Messages, generation: Generation, temperature: float, max_tokens: int | None
+    ) -> Iterator[str]:
+        try:
+            response = self._client.chat.completions.create(
+                model=self.model,
+                messages=messages,  # type: ignore[arg-type]
+                temperature=temperature,
+                max_tokens=max_tokens,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+            iterator = iter(response)
+            first = next(iterator, None)
+        except Exception as exc:
+            raise LLMUnavailable(
+                f"OpenAI-compatible server at {self.base_url} ({self.model})", str(exc)
+            ) from exc
+        try:
+            chunk = first
+            while chunk is not None:
+                if chunk.usage is not None:
+                    generation.usage = Usage(
+                        chunk.usage.prompt_tokens, chunk.usage.completion_tokens
+                    )
+                for choice in chunk.choices:
+                    if choice.delta and choice.delta.content:
+                        yield choice.delta.content
+                    if choice.finish_reason:
+                        generation.finish_reason = choice.finish_reason
+                chunk = _next(
+                    iterator, f"OpenAI-compatible server at {self.base_url} ({self.model})"
+                )
+        finally:
+            response.close()
+
+
+def http_timeout(timeouts: LLMTimeouts) -> Any:
+    """The HTTP client's bounds: `connect` to connect, `first_token` for every other wait (the
+    response head, the first piece, any silence between pieces); `total` is enforced per piece."""
+    import httpx
+
+    return httpx.Timeout(timeouts.first_token, connect=timeouts.connect)
+
+
+def _next(iterator: Iterator[Any], upstream: str) -> Any:
+    try:
+        return next(iterator, None)
+    except Exception as exc:  # the connection broke mid-answer
+        raise LLMUnavailable(upstream, str(exc)) from exc
+
+
+class GeneratorRouter:
+    """One generator per (provider, model, base URL, timeouts); one circuit breaker per upstream
+    server (provider, base URL), shared by every collection and model it serves."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._cache: dict[tuple[str, str | None, str | None, LLMTimeouts], Generator | None] = {}
+        self._breakers: dict[tuple[str, str], CircuitBreaker] = {}
+        self._lock = threading.Lock()
+
+    def get(self, cfg: LLMConfig) -> Generator | None:
+        """The configured LLM, or None for the extractive (no LLM) provider."""
+        key = (cfg.provider, cfg.model, cfg.base_url, cfg.timeouts)
+        with self._lock:
+            if key not in self._cache:
+                self._cache[key] = LLMS.build(cfg, self.settings)
+            return self._cache[key]
+
+    def breaker(self, cfg: LLMConfig) -> CircuitBreaker | None:
+        """The circuit breaker of the configured LLM's server (None for extractive)."""
+        if cfg.provider == "extractive":
+            return None
+        key = (cfg.provider, cfg.base_url or self.settings.ollama_url)
+        with self._lock:
+            if key not in self._breakers:
+                self._breakers[key] = CircuitBreaker(
+                    f"{cfg.provider} at {redact(key[1])}",  # the name goes to logs
+                    self.settings.llm_failures,
+                    self.settings.llm_cooldown_s,
+                )
+            return self._breakers[key]
+
+    def describe(self, cfg: LLMConfig) -> dict[str, Any]:
+        """The LLM as status endpoints show it: provider, model and its server's circuit."""
+        breaker = self.breaker(cfg)
+        if breaker is None:
+            return {"provider": cfg.provider}
+        return {"provider": cfg.provider, "model": cfg.model, "circuit": breaker.describe()}
+
+    def stream(
+        self,
+        cfg: LLMConfig,
+        messages: Messages,
+        generation: Generation,
+        temperature: float,
+        max_tokens: int | None,
+    ) -> Iterator[str]:
+        """The configured LLM's pieces (see Generator.stream), refused at once while its server's
+        circuit is open, cut after `timeouts.total`; every outcome is reported to the breaker."""
+        generator, breaker = self.get(cfg), self.breaker(cfg)
+        assert generator is not None and breaker is not None
+        upstream_name = f"LLM {breaker.name} ({cfg.model})"
+        if not breaker.allow():
+            raise LLMUnavailable(
+                upstream_name,
+                f"{breaker.threshold} failures in a row, not called for "
+                f"{breaker.retry_in():.0f} more s",
+            )
+        deadline = time.monotonic() + cfg.timeouts.total
+        upstream = generator.stream(messages, generation, temperature, max_tokens)
+        verdict = breaker.abandoned  # the reader stopped before any piece: no verdict
+        try:
+            for piece in upstream:
+                if time.monotonic() > deadline:
+                    raise LLMUnavailable(
+                        upstream_name, f"no complete answer within {cfg.timeouts.total:g} s"
+                    )
+                verdict = breaker.succeeded  # a piece came: the server works (unless it breaks)
+                yield piece
+            verdict = breaker.succeeded
+        except LLMUnavailable:
+            verdict = breaker.failed
+            raise
+        finally:
+            upstream.close()  # type: ignore[attr-defined]
+            verdict()
+
+
+class ThinkFilter:
+    """Drops <think>…</think> from a stream of pieces, even when a tag is split across pieces."""
+
+    OPEN, CLOSE = "<think>", "</think>"
+
+    def __init__(self) -> None:
+        self._buffer = ""
+        self._inside = False
+        self._started = False
+
+    def feed(self, piece: str) -> str:
+        self._buffer += piece
+        out: list[str] = []
+        while self._buffer:
+            tag = self.CLOSE if self._inside else self.OPEN
+            at = self._buffer.find(tag)
+            if at >= 0:
+                if not self._inside:
+                    out.append(self._buffer[:at])
+                self._buffer = self._buffer[at + len(tag) :]
+                self._inside = not self._inside
+                continue
+            keep = _partial_suffix(self._buffer, tag)
+            if not self._inside:
+                out.append(self._buffer[: len(self._buffer) - keep])
+            self._buffer = self._buffer[len(self._buffer) - keep :]
+            break
+        text = "".join(out)
+        if not self._started:  # the model's answer starts after the reasoning: trim the gap
+            text = text.lstrip()
+            self._started = bool(text)
+        return text
+
+    def flush(self) -> str:
+        rest, self._buffer = ("" if self._inside else self._buffer), ""
+        return rest
+
+
+def _partial_suffix(text: str, tag: str) -> int:
+    for size in range(min(len(tag) - 1, len(text)), 0, -1):
+        if text.endswith(tag[:size]):
+            return size
+    return 0
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_MARKUP = re.compile(r"^\s*(#{1,6}\s+|[-*+]\s+|\d+[.)]\s+)")
+_HEADING = re.compile(r"^#{1,6}\s")
+_SOFT_BREAK = re.compile(r"(?<=\S)\n(?!\s*(?:#{1,6}\s|[-*+]\s|\d+[.)]\s|\n|\|))")
+
+
+def extractive_answer(
+    question: str,
+    passages: Sequence[Cited],
+    language: str,
+    encoder: SparseEncoder,
+    fallback: bool = False,
+    max_passages: int = 3,
+) -> str:
+    """An answer made of the retrieved passages' most relevant sentences, each cited [n]."""
+    wanted = encoder.terms(question)
+    lines = []
+    first_overlap = 0
+    for n, passage in enumerate(passages[:max_passages], 1):
+        text = _SOFT_BREAK.sub(" ", passage.text)  # a wrapped line continues its sentence
+        parts = [s.strip() for s in _SENTENCE.split(text)]
+        headings = {i for i, s in enumerate(p for p in parts if len(p) > 1) if _HEADING.match(s)}
+        sentences = [_MARKUP.sub("", s).strip() for s in parts if len(s) > 1]
+        if not sentences:
+            continue
+        overlap = [len(encoder.terms(s) & wanted) for s in sentences]
+        best = min(range(len(sentences)), key=lambda i: (-overlap[i], i))
+        if n == 1:
+            first_overlap = overlap[best]
+        elif overlap[best] == 0 or overlap[best] * 2 < first_overlap:
+            continue  # a weaker passage sharing little with the question adds noise
+        # a heading names the answer and a question asks for it: what follows is the answer
+        text = "" if best in headings else sentences[best]
+        follow = best + 1
+        if best in headings or text.endswith("?"):
+            while len(text) < 80 and follow < len(sentences) and follow not in headings:
+                text = f"{text} {sentences[follow]}".strip()
+                follow += 1
+        if not text:
+            continue
+        lines.append(f"- {text} [{n}]")
+    language_pack = pack(language)
+    header = language_pack.extractive_fallback if fallback else language_pack.extractive
+    return header + "\n" + "\n".join(lines)
+
+
+def pieces(text: str, size: int = 24) -> Iterator[str]:
+    """A finished text in word-aligned pieces, for streaming an extractive answer."""
+    start = 0
+    while start < len(text):
+        end = min(start + size, len(text))
+        while end < len(text) and not text[end].isspace():
+            end += 1
+        yield text[start:end]
+        start = end

@@ -1,0 +1,1 @@
+"""What the hub tells about itself: Prometheus metrics, log formats, the request context of log lines."""

@@ -1,0 +1,1 @@
+"""One knowledge base's points: the Collection gateway, write batches, document generations, chunk numbers, locks."""

@@ -1,0 +1,1 @@
+"""Retrieval in one collection: dense, sparse or hybrid search, passages, rerank, diversity, source evidence."""
