@@ -1,15 +1,5 @@
 """A small client of the hub's /v1/rag API for the voice pipeline (sync `RagClient`, async
-`AsyncRagClient`), with `inject()`: retrieved context into a chat turn, never an exception.
-
-    rag = RagClient("http://127.0.0.1:8000", api_key=..., collection="soporte")
-    messages = rag.inject(messages, inject_as="system", turn_id=turn.id)
-
-`inject` asks POST /v1/rag/context for the block the hub formats (header in the collection's
-language, then `[n] (source=…, score=…)` and the text per chunk) and adds it as a system message
-(after the leading system messages) or at the end of the last user message. When the hub is
-down, slow or refuses, it logs "RAG search failed for turn=…" and returns the messages unchanged:
-a failed search never blocks the turn.
-"""
+`AsyncRagClient`), with `inject()`: retrieved context into a chat turn, never an exception."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ in RAG_BATCH_NICE, how far below the queries' OS priority the writer's embedding
 (rag_api/embedding/batch_threads.py): 0 (the baseline: the same priority) and the default 10; the last
 lines compare the two. --rounds N runs the servers in turns N times and pools
 their numbers (the machine's other load changes). RAG_QUERY_THREADS=2 is no longer run, to keep
-the run short (it lost to 1 under concurrency, see the README). Run it at normal priority.
+the run short (it lost to 1 under concurrency, see docs/performance.md). Run it at normal priority.
 
 No server is asked one question twice: the hub keeps recent query vectors
 (rag_api.embedding.query_vectors), and a repeated question would skip its embedding. The questions are

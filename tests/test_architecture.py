@@ -1,4 +1,6 @@
-"""The package layering: no module of rag_api or the indexer imports one that imports it back."""
+"""The house: rag_api's packages in layers along the data flow (docs/architecture.md); a module
+imports only from lower layers (or its own package), and no module imports one that imports it
+back."""
 
 from __future__ import annotations
 
@@ -8,6 +10,34 @@ from pathlib import Path
 from tests.conftest import REPO
 
 PACKAGES = ("rag_api", "indexer")
+# low -> high: a package (or top-level module) of rag_api, `indexer` for the watcher's package
+LAYERS = (
+    {
+        "rag_api",
+        "settings",
+        "config",
+        "errors",
+        "payload",
+        "metadata",
+        "providers",
+        "atomic",
+        "redact",
+    },
+    {"observability"},
+    {"store"},  # nothing of ours but the foundation: Qdrant stays behind it
+    {"embedding", "llm"},
+    {"points"},
+    {"indexing", "search"},
+    {"hub"},
+    {"routing", "indexer", "console"},
+    {"answering"},
+    {"evaluation", "kbadmin", "openai_compat", "uploads"},
+    {"ops"},
+    {"http"},  # imported by the entry points only
+    {"cli", "client"},
+    {"asgi", "__main__"},
+)
+FOUNDATION = LAYERS[0]
 
 
 def module_imports() -> dict[str, set[str]]:
@@ -53,6 +83,55 @@ def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
                 seen.add(nxt)
                 todo.append(nxt)
     return seen
+
+
+def unit(module: str) -> str:
+    """The package (or top-level module) a module belongs to, as LAYERS names it."""
+    parts = module.split(".")
+    if parts[0] == "indexer":
+        return "indexer"
+    return parts[1] if len(parts) > 1 else "rag_api"
+
+
+def upward(graph: dict[str, set[str]]) -> list[str]:
+    """Each import that does not run down the layers (or stay within its package, or, for the
+    foundation's modules, between them: the cycle test keeps those apart)."""
+    layer = {name: i for i, names in enumerate(LAYERS) for name in names}
+    wrong = []
+    for module, targets in sorted(graph.items()):
+        source = unit(module)
+        for target in sorted(targets):
+            to = unit(target)
+            if source == to or (source in FOUNDATION and to in FOUNDATION):
+                continue
+            if source not in layer or to not in layer or layer[to] >= layer[source]:
+                wrong.append(f"{module} -> {target}")
+    return wrong
+
+
+def test_imports_run_down_the_layers() -> None:
+    assert upward(module_imports()) == []
+
+
+def test_the_layer_check_sees_an_arrow_up_and_a_package_without_a_layer() -> None:
+    graph = {
+        "rag_api.store.base": {"rag_api.hub", "rag_api.errors"},
+        "rag_api.http.app": {"rag_api.hub"},
+        "rag_api.search.rerank": {"rag_api.indexing.kb"},
+        "rag_api.attic.old": {"rag_api.errors"},
+    }
+    assert upward(graph) == [
+        "rag_api.attic.old -> rag_api.errors",
+        "rag_api.search.rerank -> rag_api.indexing.kb",
+        "rag_api.store.base -> rag_api.hub",
+    ]
+
+
+def test_the_top_level_holds_a_dozen_modules_at_most() -> None:
+    top = [
+        p.stem for p in (REPO / "rag_api").glob("*.py") if p.stem not in {"__init__", "__main__"}
+    ]
+    assert len(top) <= 12, sorted(top)
 
 
 def test_no_import_cycles() -> None:

@@ -1,1 +1,2 @@
-"""Answers from retrieved passages: the query (retrieve, then answer), extractive and LLM answers, their streams."""
+"""Answers from retrieved passages: the query (resolve, retrieve, answer), its stream and server-sent
+events; may import routing, hub, llm, search and what lies below them."""

@@ -10,12 +10,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rag_api.answering.answer import answer
 from rag_api.config import Mode, check_metadata_keys
-from rag_api.errors import InvalidRequest
 from rag_api.hub import Hub
 from rag_api.metadata import MAX_KEYS, value_problem
 from rag_api.observability.metrics import observe_stages
 from rag_api.points.collection import Collection
-from rag_api.routing import RouteRequest, is_router, route_search
+from rag_api.routing import RouteRequest, resolve, route_search
 from rag_api.search.passage import Passage
 from rag_api.search.retrieval import SearchRequest, search
 
@@ -116,22 +115,16 @@ class Retrieved:
 
 def retrieve(hub: Hub, collection: str, body: QueryBody) -> Retrieved:
     """The passages for `body` from `collection`, or from where `auto` routes it."""
-    if is_router(hub, collection):
-        names = tuple(body.collections) if body.collections is not None else None
-        routed = route_search(hub, RouteRequest(body.search_request(), names))
+    target = resolve(hub, collection, body.collections)
+    if target.collection is None:
+        routed = route_search(hub, RouteRequest(body.search_request(), target.candidates))
         head = {"collection": collection, "mode": routed.mode}
         head["routing"] = routed.routing.as_dict()
         timings = dict(routed.timings_ms)
         return Retrieved(
             routed.answering, routed.passages, head, timings, routed.warning, routed.language
         )
-    if body.collections is not None:
-        raise InvalidRequest(
-            f"collections: choose among collections with '{hub.config.router.name}', "
-            f"not with the named collection '{collection}'",
-            param="collections",
-        )
-    kb = hub.collection(collection)
+    kb = target.collection
     outcome = search(kb, body.search_request())
     head = {"collection": kb.name, "mode": outcome.mode}
     return Retrieved(kb, outcome.passages, head, dict(outcome.timings_ms), outcome.warning)

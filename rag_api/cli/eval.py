@@ -57,7 +57,7 @@ def eval_command(
     write: bool,
     generate: int | None,
 ) -> None:
-    """Measure COLLECTION's retrieval on the QUESTIONS file (JSONL or CSV; see the README)."""
+    """Measure COLLECTION's retrieval on the QUESTIONS file (JSONL or CSV; see docs/eval.md)."""
     if write and not tune:
         raise click.UsageError("--write applies what --tune finds: give both")
     document = _evaluate(settings, collection, questions, modes, k, tune, generate)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the store and the models load only when the command runs
 @click.option(
     "--prune",
     is_flag=True,
-    help="Remove the chunks of a mass of vanished files without asking (see README).",
+    help="Remove the chunks of a mass of vanished files without asking (see docs/indexing.md).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the reports as JSON.")
 @click.pass_obj

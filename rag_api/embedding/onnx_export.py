@@ -1,28 +1,5 @@
-"""Writing the ONNX files of a local sentence-transformers model: export, graph fusion, int8.
-
-Export: `torch.onnx.export` of the whole pipeline (transformer + pooling + normalisation), with
-the model loaded in eager attention: transformers' default SDPA attention traces into a tangle
-of Where/IsNaN masking ops that no fusion recognises; the eager graph is the one ONNX Runtime's
-transformer optimizer (`onnxruntime.transformers.optimizer`, model_type bert) rewrites into its
-fused CPU kernels — Attention, EmbedLayerNormalization, SkipLayerNormalization, BiasGelu. Same
-weights and arithmetic: the fused graph's vectors are checked against torch like the plain one.
-A model the optimizer cannot handle keeps the plain export.
-
-int8 (see `quantize`): dynamic quantisation of the fused graph — signed int8 weights per output
-channel, activations quantised per tensor at run time. Measured on MiniLM, 160 SciFact chunks and
-100 queries: cosine to fp32 (chunks mean / min; queries min) and chunks per CPU-second on one
-thread vs the fp32 graph's:
-  unfused graph, per-tensor uint8 weights ("naive")                        0.949 mean (the issue)
-  unfused, per-channel uint8, attention scores + FFN output in fp32 (v1)   0.9966/0.9940  1.23x
-  fused, per-channel int8, every MatMul (embedding tables too)             0.9923/0.9852  1.64x
-  the same with 7-bit weights (reduce_range)                               0.9928/0.9869  1.58x
-  the same with uint8 weights                                              0.9939/0.9887  1.41x
-  fused, per-channel int8, FFN output in fp32 (current)                    0.9962/0.9917  1.37x
-One group quantised alone (chunks mean / min): QKV 0.9983/0.9965, attention output
-0.9996/0.9979 (queries min 0.991), FFN input 0.9984/0.9965, FFN output 0.9968/0.9942.
-The speed is in the weight GEMMs (MLAS u8s8 on AVX2: ~2.3x its fp32 GEMM); every MatMul left in
-fp32 costs a share of it.
-"""
+"""Writing the ONNX files of a local sentence-transformers model: export, graph fusion, int8
+(docs/architecture.md, "ONNX Runtime"; the int8 variants tried: docs/performance.md)."""
 
 from __future__ import annotations
 

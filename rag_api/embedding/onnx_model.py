@@ -1,25 +1,5 @@
-"""ONNX Runtime for in-process sentence-transformers models: a one-time export, cached on disk.
-
-A local sentence-transformers folder (the bundled MiniLM, or any local path) is exported once with
-`torch.onnx.export` — the whole pipeline, transformer + pooling + normalisation, so the graph's
-output is the sentence embedding, then fused by ONNX Runtime's transformer optimizer
-(rag_api/embedding/onnx_export.py) — into `RAG_DATA_DIR/models/<name>-<key>/`. The key is derived
-from the source files (path, size, mtime); a changed file gives a new key, so a new export.
-`manifest.json` records each source file's sha256 (what `rag-hub check` verifies), the tokenizer
-settings and the cosine to torch measured at build time.
-
-Runtimes:
-- `onnx`: fp32, the same weights and operators; built only when every sample text embeds with
-  cosine >= 0.9999 to the torch path, so it needs no migration (the embedder identity is unchanged).
-- `onnx-int8`: dynamic int8 quantisation of the fused graph, per-channel weights, the lossiest
-  MatMuls kept in fp32 (rag_api/embedding/onnx_export.py says what was measured). Its vectors differ, so
-  switching to or from it is a migration.
-
-Serving needs neither torch nor transformers: `tokenizers` + `onnxruntime` only. Two sessions per
-model: one for queries on `query_threads`, one for writes (run side by side by `bulk_threads`
-workers at a lower OS priority, rag_api/embedding/batch_threads.py), so a query never queues behind an
-indexing batch or an upsert, nor shares the cores with one as an equal.
-"""
+"""ONNX Runtime for in-process sentence-transformers models: a one-time export, cached on disk,
+with a query session and a batch session per model (docs/architecture.md, "ONNX Runtime")."""
 
 from __future__ import annotations
 
@@ -50,9 +30,8 @@ log = logging.getLogger("rag_api.onnx")
 
 # what one ONNX Runtime call embeds when the config names no batch_size: texts up to this many
 # characters (at least one), so a full chunk goes alone and short texts a few together. Small
-# calls keep their activations in the caches: on 2 cores, chunks/s in turns (fp32 / int8), 600
-# SciFact chunks: 32 a call 35 / 45, 4 a call 51 / 61, 1 a call 55 / 70; 600 short questions:
-# 32 a call 157 / 217, 4 a call 186 / 248, 1 a call 165 / 227 (torch's encode, 32 a call: 32, 114).
+# calls keep their activations in the caches: on 2 cores 1-4 texts a call embed ~1.5x the chunks/s
+# of 32 a call (the figures: docs/performance.md, "ONNX call size").
 CALL_CHARS = 512
 EXPORT_VERSION = 2  # bump when the export recipe changes: every cached model is rebuilt
 MIN_COSINE = 0.9999  # fp32 export vs torch, per sample text

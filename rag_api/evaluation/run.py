@@ -50,7 +50,7 @@ class RunResult:
     judged: list[Judged]
 
     def summary(self, k: int) -> dict[str, Any]:
-        """Means over the in-scope questions; the shares as the README defines them."""
+        """Means over the in-scope questions; the shares as docs/eval.md defines them."""
         scoped = [j for j in self.judged if j.ndcg is not None]
         latencies = [j.latency_s for j in self.judged if j.latency_s is not None]
         return {

@@ -1,23 +1,5 @@
-"""Which retrieval settings (those that need no re-index) answer a question set best, and
-whether the gain is real or the file is too small to tell.
-
-The search: each mode and fusion is a family (dense, sparse, hybrid/rrf, hybrid/dbsf, …); inside
-one, coordinate ascent over the knobs below from the current settings (a change is kept only when
-it raises the mean score), until a round changes nothing. The best family wins; on a tie the
-current settings stay, then the cheaper search wins (sparse needs no embedding). `top_k` then
-goes to the fewest passages that still hold a right one as often as the most do (within a point).
-
-The score of a question is its nDCG@10, or for an out-of-scope question (no sources) 1 when it
-is refused. Thresholds only move when the file has out-of-scope questions: without them lowering
-a threshold can only look better, and the no-evidence answer would go unmeasured.
-
-Over-fitting guard: k-fold cross-validation repeats the whole search on k-1 folds and scores the
-held-out fold with what it chose; the gain counts only when that held-out gain exceeds two
-standard errors of the per-question difference between the best settings and the current ones.
-
-A new knob (a RetrievalConfig field another setting adds) is one `Knob` line; a knob whose field
-RetrievalConfig does not have is skipped.
-"""
+"""Which retrieval settings (those that need no re-index) answer a question set best, and whether
+the gain is real or the file is too small to tell (docs/eval.md, "--tune"); a knob is a `Knob`."""
 
 from __future__ import annotations
 

@@ -61,7 +61,7 @@ class Candidate(Answer):
 
 
 class RoutingBlock(Answer):
-    """Which collections `auto` searched and why (README: Routing by the question)."""
+    """Which collections `auto` searched and why (docs/routing.md)."""
 
     decision: Literal["narrow", "wide"]
     reason: Literal["explicit", "signals", "description", "language", "probe", "wide", "widened"]

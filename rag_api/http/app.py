@@ -11,12 +11,7 @@ from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 
 from rag_api.console import pages as console
-from rag_api.http.error_responses import ERRORS, install_error_handlers
-from rag_api.http.hot_reads import HotReads
-from rag_api.http.json_body import JsonBodies
-from rag_api.http.limits import BodyLimit
-from rag_api.http.request_log import RequestLog
-from rag_api.http.routes import (
+from rag_api.http.endpoints import (
     admin,
     collections,
     evaluation,
@@ -28,6 +23,11 @@ from rag_api.http.routes import (
     query,
     uploads,
 )
+from rag_api.http.error_responses import ERRORS, install_error_handlers
+from rag_api.http.hot_reads import HotReads
+from rag_api.http.json_body import JsonBodies
+from rag_api.http.limits import BodyLimit
+from rag_api.http.request_log import RequestLog
 from rag_api.hub import Hub
 from rag_api.kbadmin.writes import drop_temporary
 from rag_api.llm.pool import GenerationPool

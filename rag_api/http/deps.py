@@ -1,14 +1,30 @@
-"""Request-scoped access to the hub opened by the app's lifespan."""
+"""What routes take from the app (its settings, and what its lifespan opened), as dependencies
+(async: FastAPI would run a plain function in a worker thread)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
+from indexer import Watcher
 from rag_api.errors import NotReady
 from rag_api.hub import Hub
 from rag_api.llm.pool import GenerationPool
+from rag_api.settings import Settings
+from rag_api.uploads.service import Uploads
+
+
+async def get_settings(request: Request) -> Settings:
+    return request.app.state.settings
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+
+
+async def get_opened(request: Request) -> Hub | None:
+    """The app's hub, or None while the lifespan is still opening it."""
+    return getattr(request.app.state, "hub", None)
 
 
 async def get_hub(request: Request) -> Hub:
@@ -20,8 +36,35 @@ async def get_hub(request: Request) -> Hub:
 
 
 HubDep = Annotated[Hub, Depends(get_hub)]  # a route's `hub: HubDep`: the open hub, or 503 NOT_READY
+OpenedDep = Annotated[Hub | None, Depends(get_opened)]  # for /ready, which says why not
 
 
 async def get_generation(request: Request) -> GenerationPool:
     """Where routes run LLM work (see rag_api.llm.pool)."""
     return request.app.state.generation
+
+
+GenerationDep = Annotated[GenerationPool, Depends(get_generation)]
+
+
+async def get_watcher(request: Request) -> Watcher | None:
+    """The folder watcher, when this process runs one (`rag-hub serve --watch`)."""
+    return getattr(request.app.state, "watcher", None)
+
+
+WatcherDep = Annotated[Watcher | None, Depends(get_watcher)]
+
+
+def indexer_status(watcher: Watcher | None) -> dict[str, Any]:
+    """The watcher's status, or `running: false` when this process does not watch."""
+    return watcher.status() if watcher is not None else {"running": False, "collections": {}}
+
+
+async def get_uploads(request: Request, hub: HubDep) -> Uploads:
+    uploads = getattr(request.app.state, "uploads", None)
+    if uploads is None:
+        raise NotReady("the hub is starting: the upload queue is not running yet")
+    return uploads
+
+
+UploadsDep = Annotated[Uploads, Depends(get_uploads)]

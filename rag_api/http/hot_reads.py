@@ -1,24 +1,5 @@
-"""The read routes every client waits on, served in one layer in front of the others.
-
-`POST /query/{collection}` (generate=false), `/v1/rag/search`, `/v1/rag/context` and
-`/v1/rag/chunks/list` are what the voice pipeline and retrieval-only clients call once a turn.
-FastAPI spends ~0.5 ms of event-loop time on each (routing through every route, solving
-dependencies, validating the body, wrapping the endpoint), and each of our own layers (the request
-log, the body limit, the JSON checks) its own share. This layer, the outermost of ours, serves the
-plain case of those routes by itself, doing in one pass what those layers would: a body within the
-size limit (by its Content-Length), JSON that JsonBodies accepts, the same reader check and body
-model, the work in a worker thread (rag_api.http.read_threads) with the same bytes as the route
-(rag_api.http.declared), and the request's id, metrics and log line (rag_api.http.request_log).
-Right after a query's embedding every step runs on cold caches, so each layer passed costs
-far more than its few microseconds warm: served here rather than below those layers, a
-/query's HTTP/JSON share went from 2.07 to 1.94 ms side by side (scripts/bench_http.py, load ~11).
-
-Anything else — a query string, a body without Content-Length or over the limit, not JSON or one
-the checks or the model refuse, a missing key, the hub still opening, a streamed or generated
-answer — goes on through the other layers and FastAPI untouched (the body replayed), so every
-error keeps the shape and message it had. A domain error raised by the work itself (an unknown
-collection) is rendered by the handler FastAPI would have used.
-"""
+"""The read routes every client waits on, served in one layer in front of the others, with
+the same checks as the routes behind it (docs/architecture.md, "The hot reads")."""
 
 from __future__ import annotations
 
@@ -34,7 +15,7 @@ from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rag_api.errors import RagError
-from rag_api.http.auth import is_reader
+from rag_api.http.auth import is_reader, keys_set
 from rag_api.http.error_responses import crash_response, rag_error_response
 from rag_api.http.json_body import NOT_JSON, UNLABELLED, checked, read_body, replay
 from rag_api.http.read_threads import ReadThreads
@@ -140,8 +121,7 @@ class HotReads:
         hub = getattr(state, "hub", None)
         if hub is None:
             return None
-        keys = state.settings.api_key or state.settings.admin_api_key
-        if keys and not is_reader(Request(scope)):
+        if keys_set(state.settings) and not is_reader(Request(scope), state.settings):
             return None
         document, problem = checked(body)
         if document is NOT_JSON or problem is not None:

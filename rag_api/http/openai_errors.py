@@ -48,7 +48,7 @@ class OpenAIErrorBody(BaseModel):
 
 
 class OpenAIRoute(APIRoute):
-    """A route whose errors take OpenAI's shape (the route_class of routes/openai.py's router):
+    """A route whose errors take OpenAI's shape (the route_class of http/endpoints/openai.py's router):
     rendered so by the app's error handlers, and documented so in /openapi.json."""
 
     render_error = staticmethod(openai_error_response)

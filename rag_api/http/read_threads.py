@@ -1,14 +1,5 @@
 """The hop of a hot read to a worker thread and back to the event loop, with as little between as
-can be.
-
-`loop.run_in_executor` on a ThreadPoolExecutor wraps each call in a concurrent Future (a Condition,
-its callbacks) chained to an asyncio Future by one more callback, and the answer reaches the
-waiting request one loop iteration after the worker finished. Here the worker sets the request's
-own asyncio Future through `call_soon_threadsafe`, and the thread that finished last is the next
-one woken (its stack and caches are the warm ones). A bare uvicorn app answering over loopback
-after one hop to a thread doing 5 ms of work, in turns, on this 2-core machine at load ~13:
-HTTP/JSON p50 1.58 ms with run_in_executor, 1.27 ms with this hop.
-"""
+can be (docs/architecture.md, "The hot reads")."""
 
 from __future__ import annotations
 

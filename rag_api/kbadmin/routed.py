@@ -6,27 +6,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from rag_api.errors import InvalidRequest
 from rag_api.hub import Hub
 from rag_api.kbadmin.bodies import Context, Search
 from rag_api.kbadmin.reads import context_body, search_body
-from rag_api.routing import RoutedOutcome, RouteRequest, is_router, route_search
-
-
-def wants_routing(hub: Hub, name: str | None, request: Search) -> bool:
-    """`collection` is the router's name, or `collections` names the candidates (then
-    `collection`, if given, must be the router's name)."""
-    if is_router(hub, name):
-        return True
-    if request.collections is None:
-        return False
-    if name is not None:
-        raise InvalidRequest(
-            f"collections: choose among collections with '{hub.config.router.name}', "
-            f"not with the named collection '{name}'",
-            param="collections",
-        )
-    return True
+from rag_api.routing import RoutedOutcome, RouteRequest, route_search
 
 
 def _route(hub: Hub, request: Search) -> RoutedOutcome:

@@ -1,1 +1,2 @@
-"""The language models: Ollama and OpenAI-compatible clients, the extractive generator, breakers, the generation pool, prompts."""
+"""The language models: Ollama and OpenAI-compatible clients, the extractive generator, breakers,
+the generation pool, prompts. May import store (its BM25 analyser) and below."""

@@ -1,1 +1,2 @@
-"""The OpenAI-compatible surface: request schemas, conversations, routing, replies, SSE, error shape."""
+"""The OpenAI-compatible surface's logic: request bodies, models (= collections), conversations,
+replies, chat completions and responses; may import answering and everything below it."""

@@ -12,7 +12,7 @@ from rag_api.hub import Hub
 from rag_api.llm.prompts import Cited, pack
 from rag_api.openai_compat.condense import retrieval_query
 from rag_api.openai_compat.conversation import Conversation
-from rag_api.openai_compat.routing import resolve_model, routes_by_question
+from rag_api.openai_compat.models import target
 from rag_api.points.collection import Collection
 from rag_api.routing import RoutedOutcome, RouteRequest, route_search
 from rag_api.routing.route import candidates
@@ -97,12 +97,12 @@ def start_reply(
     start the answer."""
     routing: dict[str, Any] | None = None
     language: str | None = None
-    if routes_by_question(hub, model):
+    collection = target(hub, model).collection
+    if collection is None:
         routed = _route(hub, conversation)
         collection, passages, warning = routed.answering, routed.passages, routed.warning
         routing, language = routed.routing.as_dict(), routed.language
     else:
-        collection = resolve_model(hub, model)
         query = SearchRequest(query=retrieval_query(conversation, collection))
         outcome = search(collection, query)
         passages, warning = outcome.passages, outcome.warning

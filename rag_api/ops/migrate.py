@@ -1,19 +1,5 @@
-"""`rag-hub migrate`: move a collection to another embedding model with no downtime.
-
-Build `name__v{n+1}` next to the live collection by re-embedding the stored texts (resumable:
-a re-run skips what is already there), verify it, then swap the alias and the collection's
-embedder together. The old collection stays for `--rollback` (a migration back to it, which
-re-embeds only what changed since) until `--drop-old`.
-
-Writes during a migration (the documented rule): they are accepted and go to the live
-collection while the new one is built; catch-up passes carry them over. For the last catch-up
-and the swap, the migration holds the collection's write gate alone: writes arriving then wait
-(typically well under a second) and land in the new collection with the new model. None is
-refused or lost. A second migration of the same collection is refused (409
-MIGRATION_IN_PROGRESS). Writers in other processes (server mode: a separate indexer) are not
-covered by the gate; their writes before the last catch-up are carried over, after the swap
-they are refused with EMBEDDER_MISMATCH until they load the new configuration.
-"""
+"""`rag-hub migrate`: move a collection to another embedding model with no downtime; writes during
+a migration: docs/operations.md, "Moving a collection to another embedding model"."""
 
 from __future__ import annotations
 

@@ -1,20 +1,5 @@
-"""One knowledge base: its configuration, its Qdrant collection, its embedder and its locks.
-
-`Collection` is the gateway to a collection's points: its operations resolve the hub name to the
-physical collection behind it and take the right lock, so callers never do either. Two locks:
-
-- the points lock: searches and listings share it; a document replacement, a deletion and a
-  migration's switch of alias and embedder hold it alone for their few ms, so a reader sees a
-  document's old version or its new one, never neither or both.
-- the target lock (which physical collection writes land in): writers share it for a whole
-  write (prepare, embed, commit: a `Batch`); a migration's final catch-up and alias swap hold it
-  alone, so no write lands between the two.
-
-And one mutex, `syncing`: one reconcile of the kb folder at a time (the watcher, an upload's job,
-a reload, `rag-hub index`), so two of them never both find a file changed and embed it twice.
-
-Migration code (rag_api.ops.migrate, .copy) works on physical collections through `store`.
-"""
+"""One knowledge base: its configuration, its Qdrant collection, its embedder and its locks, the
+gateway to its points (docs/architecture.md, "points")."""
 
 from __future__ import annotations
 

@@ -1,36 +1,5 @@
-"""Document generations: replacing a document is atomic across a crash.
-
-A document is what one replacement rewrites whole: a kb file's chunks (`origin: file`, by
-`file`) or an API source's chunks (`origin: api`, by `source`). Replacing one takes two engine
-operations, upsert the new chunks and then delete the old ones that were not overwritten, and a
-process killed between the two left both versions in the store, mixed in every answer.
-
-The protocol. Every chunk carries `gen`, the generation of the document it belongs to.
-- A replacement writes its chunks with a new generation, larger than any the document had
-  (nanoseconds since the epoch, or one more than the largest stored), in ONE upsert, then deletes
-  the document's other chunks in a second operation.
-- Every other write (/add/*, /chunks/update) joins the chunks it writes to the generation their
-  document already has; a document stored before generations existed has none, and its new chunks
-  have none either. So outside a replacement in flight a document never holds two generations
-  ("no generation" counting as the oldest one).
-- After an unclean shutdown (see rag_api.store.open_marker), the hub recovers before it serves: any
-  document holding two generations lost its process between the two operations, and keeping the
-  newest generation, deleting the rest, completes that replacement.
-
-Why the newest generation is whole: the engine applies one update operation entirely or not at
-all, even across a crash. qdrant-edge appends each `update()` to its write-ahead log as one record
-before applying it and replays the log when a shard loads, so a process killed half-way through
-the upsert gets the rest of it applied at the next load, and a record cut short in the log is
-dropped whole (72 SIGKILLs of a process streaming 300-point upserts never left part of a batch).
-A Qdrant server applies one upsert request as one operation (per shard) the same way. Within one
-process, readers never see two generations: a replacement holds the collection's write lock over
-both operations, and searches and listings take its read lock.
-
-The cost: recovery reads four payload fields of every point, about as long as the `seq` scan
-every hub makes before its first write (scripts/bench_recovery.py, 20,000 points on the 2-core
-machine: 0.22 s against 0.17 s), and only after an unclean shutdown. `rag-hub check`
-reports a document holding two generations as `versions`; `--repair` keeps the newest too.
-"""
+"""Document generations: replacing a document is atomic across a crash (the protocol, and why
+the newest generation is whole: docs/architecture.md, "Document generations")."""
 
 from __future__ import annotations
 

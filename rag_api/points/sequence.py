@@ -1,15 +1,5 @@
-"""Chunk numbers: every chunk of a collection carries `seq`, unique and stable for the chunk's life.
-
-A chunk keeps its number when it is overwritten in place (same point id: a re-indexed file's
-unchanged position, an admin edit), and a new chunk takes the next one. The admin API shows it as
-`index`: unlike a position in a list it does not shift when another chunk is deleted, and it
-survives restarts because it lives in the payload.
-
-Numbers come from a per-process counter that starts after the largest stored `seq` (read once,
-on first use). They are unique while one process writes a collection: the embedded store enforces
-it by its folder lock; on a Qdrant server nothing does, so a collection's writes (the indexer,
-the admin API) must come from one process.
-"""
+"""Chunk numbers: every chunk of a collection carries `seq`, unique and stable for the chunk's life
+(unique while one process writes a collection; docs/architecture.md, "Chunk numbers")."""
 
 from __future__ import annotations
 

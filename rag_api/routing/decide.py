@@ -1,37 +1,5 @@
-"""The routing rule: narrow (one collection) or wide (several), decided without a model.
-
-Precedence: explicit > declared signals (keywords, entities) > weak signals (description, then
-language), each confirmed by its own probe > probe strength and margin. In order, the first that
-applies:
-
-1. **explicit** — one candidate (the request's `collections` names one): narrow to it.
-2. **signals** — one candidate has strictly more keyword/entity matches than every other: narrow
-   to it without probing the others.
-3. **description** — one candidate's `description` shares strictly more words with the question
-   (its own analyser: rag_api.routing.signals) than every other's: it is probed (together with
-   step 4's candidates) and chosen when its probe scores at least STRONG and no candidate probed
-   with it leads it by MARGIN — the signal stands in for the probe's lead, not for its strength.
-   A description is prose, not a routing list: its words never narrow without the probe.
-4. **language** — the candidates in the question's language (rag_api.routing.signals), when
-   there are others, are probed first: one scoring at least CONFIDENT and leading the others in
-   that language by MARGIN is chosen without probing the rest. A question's own language is its
-   likeliest home: on a sample of the routing benchmark (60 questions a dataset) the question's
-   own collection reached CONFIDENT for 89-97% of them, a collection in another language for 14
-   of 360 question-collection pairs; a question in one language about a collection in another
-   (tests/routing) finds no confident passage at home and goes on to every probe.
-5. **probe** — every (remaining) candidate is probed at once. A candidate with no passage above its
-   threshold scores 0 (its probe failed); when only one candidate's probe found anything, it is
-   chosen. Otherwise the strongest (probe score; a language match, then more keyword/entity
-   matches, then more description matches, then collections.yaml's order break ties) is chosen
-   when its score is at least STRONG and beats the runner-up by at least MARGIN.
-6. otherwise **wide**: every candidate with a passage above its threshold, fused by rank.
-
-Steps 3 and 4 probe their candidates in one go, and step 5 the rest in one more: at most two
-rounds of probes, each run concurrently (rag_api.routing.route).
-
-A narrow choice that yields fewer than `router.min_passages` passages above its threshold is
-widened to every candidate with passages (probing those not probed yet): "widened".
-"""
+"""The routing rule: narrow (one collection) or wide (several), decided without a model; the
+steps in order are in docs/routing.md, "How auto decides"."""
 
 from __future__ import annotations
 

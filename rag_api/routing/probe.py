@@ -1,27 +1,5 @@
 """A probe: one candidate collection searched for the question with its own embedder and BM25,
-and how strongly its best passage answers, on a scale that compares across models.
-
-Raw scores do not compare: MiniLM's cosine of a good passage is ~0.6, e5-small's ~0.9 and of
-an unrelated one still ~0.8; BM25 scores grow with the collection's vocabulary. So a probe
-measures two things that mean the same in every collection:
-
-- `stand_out`: how many standard deviations the best passage's cosine stands above this
-  question's cosine to the collection's typical passage (a fixed sample of its stored vectors,
-  kept per physical collection and renewed when the point count moves by a quarter) — a
-  question about the collection finds a passage far above the crowd, a stray one does not;
-- `coverage`: the share of the question's BM25 terms (the collection's own analyser: stemming,
-  stop words) that its best passage contains.
-
-A collection of fewer than MIN_SAMPLE passages has no crowd to stand out from: its best passage
-counts as standing out fully, and coverage alone grades it.
-
-`score = (2 * coverage + min(stand_out / STAND_OUT_FULL, 1)) / 3`: 0 without any passage above
-the collection's threshold (the probe failed), 1 when the best passage holds every term of the
-question and stands far above the crowd. Lexical evidence counts double: on a sample of the
-routing benchmark (scripts/bench_routing.py, 60 questions of each dataset) coverage alone put
-the right collection first for 180 of 180 questions and stand-out alone for 148, while
-stand-out still grades a paraphrase that shares no word with the question.
-"""
+and how strongly its best passage answers, comparable across models (docs/routing.md)."""
 
 from __future__ import annotations
 

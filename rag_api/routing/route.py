@@ -1,27 +1,5 @@
-"""`auto`: search the collection(s) a question belongs to, and say which and why.
-
-Candidates are the enabled collections with `routing.enabled` (or the request's `collections`).
-The rule that picks among them is in rag_api.routing.decide; each probe (rag_api.routing.probe)
-is a full search of one candidate with the request's filters, thresholds and limits, so a narrow
-answer is that search's result as it stands (nothing is searched twice). The probes of a round
-run at once on a small thread pool, and there are at most two rounds: the candidates a weak
-signal points to (description, language), then, only if none of them is confirmed, the rest.
-Two candidates on one model embed the question once (rag_api.embedding.query_vectors), and the probe's
-stand-out reuses that vector.
-
-A wide search fuses the candidates' lists — each already hybrid-fused and thresholded in its
-collection — by weighted reciprocal rank (rag_api.store.fusion.rank_fusion, k = CROSS_RRF_K),
-each list weighted by its probe score over the best one, so a stray collection's passages come
-after the strong one's first few; the result is cut to `top_k` (the request's, else the first
-list's collection's). Allowlists and filters apply inside every candidate's search, and the
-answer's context budget is the answering collection's.
-
-Who answers: the collection of the first passage (its LLM, context budget and citations). The
-answer's language is that collection's when every passage comes from collections of one
-language; when they mix (or nothing was found), the question's language, guessed from its
-function words (rag_api.routing.signals) among the candidates' languages, else the answering
-collection's.
-"""
+"""`auto`: search the collection(s) a question belongs to, and say which and why: probes, the
+wide search's fusion, who answers and in which language (docs/routing.md)."""
 
 from __future__ import annotations
 
@@ -99,10 +77,6 @@ class RoutedOutcome:
     mode: Mode
     timings_ms: dict[str, float] = field(default_factory=dict)
     warning: str | None = None
-
-
-def is_router(hub: Hub, name: str | None) -> bool:
-    return name is not None and name == hub.config.router.name
 
 
 def candidates(hub: Hub, names: tuple[str, ...] | None) -> list[Collection]:

@@ -1,18 +1,5 @@
-"""What the question itself says about where to look, before any search: the keywords and
-entities a collection declares (`routing:` in collections.yaml), the words it shares with the
-collection's `description`, and the question's language.
-
-- A keyword matches as a whole word or phrase, case and accents ignored ("devolución" matches
-  "DEVOLUCION"); an entity matches as a whole word or phrase with its case ("Caxalia", "iPhone").
-- A description word matches through the collection's own BM25 analyser (stemming, stop words
-  dropped): "refunds" matches a description saying "refund policy". The function words below
-  never match, in whatever language (an English description of a Spanish collection keeps
-  "of" through the Spanish analyser). It is a weak signal (rag_api.routing.decide): prose, not
-  a list of words chosen to route by.
-- The language is guessed from function words only (articles, prepositions, question words),
-  each counted for the languages the hub serves; the language with strictly the most wins, and a
-  question with none of them (or a tie) has no language. No model is asked.
-"""
+"""What the question itself says about where to look, before any search: declared keywords and
+entities, words shared with a `description`, and the question's language (docs/routing.md)."""
 
 from __future__ import annotations
 

@@ -1,16 +1,5 @@
-"""A source's evidence from all its chunks, where retrieved chunks become sources.
-
-A document with three chunks that each match the query is better evidence than one with a single
-matching chunk of the same score, but a source scored as its best chunk cannot tell them apart.
-Rule (the "max plus a share of the next chunks" aggregation): each passage is ranked by
-
-    score + share * (sum of the `SIBLINGS` best scores among the other candidates of its source)
-
-so a source's first passage carries max + share * (2nd + 3rd) and ranks the source, while a
-passage never gains more than `share` of its siblings' evidence. Scores below zero add nothing
-(a cosine can be negative). `share` 0 keeps every score as it was. Measured in docs/retrieval.md
-(0.1 on SciFact: +0.006 BM25, no loss on the SQuAD datasets whose documents are one chunk).
-"""
+"""A source's evidence from all its chunks: each passage gains `share` of its source's next best
+candidates' scores (docs/architecture.md, "Source evidence"; measured in docs/retrieval.md)."""
 
 from __future__ import annotations
 

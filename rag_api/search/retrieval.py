@@ -1,27 +1,5 @@
-"""Search a collection: dense, BM25 sparse or hybrid (fused in Qdrant), filtered before anything else.
-
-Thresholds (documented rule):
-- `threshold` is a minimum cosine similarity between the query and a passage. In `dense` and
-  `hybrid` mode every hit has a dense score: a hit that only BM25 found gets its exact cosine (the
-  engine's over that point, or from its stored vector), so it is kept or dropped on the same
-  scale as the others, never merely for lacking a dense rank. In `sparse` mode there is no
-  cosine and the threshold does not apply.
-- `relative_threshold` keeps hits whose primary score (cosine; BM25 score in `sparse` mode) is at
-  least that fraction of the best hit's.
-
-Side weights (`side_weights: auto`, the default): the two sides count equally when the embedder
-knows the collection's language, else each weighs by how far its own best candidate stands out
-(rag_api.embedding.languages, rag_api.store.fusion).
-
-Order of work: filters inside Qdrant -> fused candidates -> absolute threshold -> source evidence
-(rag_api.search.evidence: among the best `evidence_candidates` fused candidates, read with their source
-only, a passage's score gains a share of its source's other candidates'; a larger pool takes the
-rest after them in fused order; then the full payloads of the best `pool` - top_k, or the rerank
-or MMR pool, as without evidence) -> optional cross-encoder rerank
-(rag_api.search.rerank) -> optional MMR (rag_api.search.diversity) -> relative threshold -> top_k. Each passage
-keeps its fused `score` and each side's score and rank; a reranked one also carries
-`rerank_score`, which then decides the order.
-"""
+"""Search a collection: dense, BM25 sparse or hybrid (fused by the hub), filtered before anything
+else; thresholds and the order of work: docs/architecture.md, "search"."""
 
 from __future__ import annotations
 

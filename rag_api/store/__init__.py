@@ -1,7 +1,5 @@
-"""Qdrant behind one interface: the embedded qdrant-edge engine or a server through qdrant-client.
-
-This package is the only place that imports a Qdrant package.
-"""
+"""Qdrant behind one interface: the embedded qdrant-edge engine or a server through qdrant-client;
+the only package that imports a Qdrant package. Imports nothing of ours but the foundation."""
 
 from __future__ import annotations
 

@@ -343,7 +343,7 @@ def annotate(
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    norm = float(np.linalg.norm(x) * np.linalg.norm(y))  # numpy: 0.3 ms less per 384-d pair
+    norm = float(np.linalg.norm(x) * np.linalg.norm(y))  # numpy, not a Python loop
     return float(x @ y) / norm if norm else 0.0
 
 

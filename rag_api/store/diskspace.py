@@ -1,18 +1,5 @@
-"""Free space under the embedded store: a write that may not fit is refused before the engine runs.
-
-qdrant-edge writes through memory-mapped files that it creates sparse (a new shard maps 169 MiB
-and allocates almost none of it), so a full disk is not an error it can return: the first store
-into a page the filesystem cannot back kills the process with SIGBUS. Every write that can grow
-the store asks `DiskSpace.require` first, with an estimate of what it may need, and keeps
-RAG_MIN_FREE_MB free on top for what the estimates miss (the engine's bookkeeping, other programs).
-
-Measured with qdrant-edge 0.9 on ext4 and tmpfs (scripts/probe_disk.py repeats it): a new shard
-169 MiB mapped whatever the dimension (allocated: 0.3 MB on ext4, 11.7 MB on tmpfs); points
-1.2-2.0x their raw bytes (vector, BM25 vector, JSON payload: the WAL holds a second copy); an
-optimize that builds an index writes a new segment beside the old one. On tmpfs merely opening a
-shard fills the holes of the files the engine reads at load (54 MiB for a fresh one): there
-the holes must fit before a shard is opened; other filesystems leave holes unallocated on reads.
-"""
+"""Free space under the embedded store: a write that may not fit is refused before the engine
+runs, since a full disk under a mapped file is SIGBUS (docs/architecture.md, "store")."""
 
 from __future__ import annotations
 

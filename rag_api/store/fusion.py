@@ -1,17 +1,5 @@
-"""Hybrid fusion of the two sides' candidates, the engine's formulas computed in Python.
-
-The embedded engine runs only the dense and the sparse query and the hub fuses their candidates
-here: a fused query beside them would run both sides a second time inside the engine (their
-ranks and scores are reported per hit), and fusing the ids before reading any payload reads the
-payloads of the returned hits only. Same formulas as Qdrant's (lib/segment/src/common/
-score_fusion.rs and rrf): RRF sums 1/(k + rank) with 1-based ranks; DBSF maps each side's scores
-to 0..1 between mean -/+ 3 sample standard deviations and sums them; each side's part may be
-weighed by how far its best candidate stands out (`standout_weights`), the dense part also by how
-spread its cosines are (`dense_spread_factor`; both together are the default). With the scores
-`Missing` gives (`complete_part`), a candidate in one side's list only is scored on the other
-side too, instead of 0 for it. A Qdrant server's side lists are fused here too (it has no
-weighted DBSF), so both engines fuse alike.
-"""
+"""Hybrid fusion of the two sides' candidates, Qdrant's formulas computed in Python, for both
+engines (RRF, DBSF, side weights, complete scores; docs/architecture.md, "store")."""
 
 from __future__ import annotations
 

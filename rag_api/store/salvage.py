@@ -1,19 +1,5 @@
-"""Rebuild an embedded shard that holds data the engine cannot read back.
-
-A payload nested past the engine's decoder limit (~120 levels, written before the hub refused
-such metadata) is stored fine, but then every read that touches it fails, and so does the replay
-of its write-ahead log when the shard is opened again. The engine cannot skip one bad log entry or
-point, so the way out is a new shard with everything still readable:
-
-1. Open the shard as it is. If its log cannot be replayed, open a copy of its segments without
-   the log: the failed open has replayed the entries before the undecodable one into the
-   segments, so only that write and the ones after it since the last flush are lost.
-2. List every point id (ids and vectors decode, payloads may not), read the points back in
-   batches, halving a batch that fails until the unreadable points are isolated; drop those and
-   any payload the store could not hold (rag_api.metadata.value_problem).
-3. Write the rest, with their vectors and the payload indexes, into a fresh shard with the same
-   configuration. The caller swaps it in and keeps the old folder aside.
-"""
+"""Rebuild an embedded shard that holds data the engine cannot read back: a fresh shard with every
+readable point (the steps: docs/architecture.md, "store")."""
 
 from __future__ import annotations
 

@@ -1,16 +1,5 @@
-"""The bounded queue that indexes uploaded files, and the worker thread that drains it.
-
-Indexing goes through `sync_collection(only=[file])`, the very call the folder watcher makes for a
-changed file, so an uploaded file is chunked, embedded and stored exactly as one copied into the
-folder. A watcher in the same process that sees the file too finds it indexed already (its
-content hash is stored) and embeds nothing; a watcher in another process (server mode) does the
-same against the shared Qdrant server.
-
-One worker: indexing is CPU-bound embedding, and one writer per collection is what the store
-expects. The queue holds at most `capacity` jobs besides the one running; a request beyond that is
-refused with 429 and a Retry-After estimated from the recent job durations, before any file is
-written. Failures are remembered per file until the file changes (GET …/files shows the reason).
-"""
+"""The bounded queue that indexes uploaded files, and the one worker thread that drains it with the
+watcher's own `sync_collection(only=[file])` (docs/architecture.md, "uploads")."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from rag_api.errors import FileNotFound, InvalidRequest, UnsupportedFileType
 from rag_api.indexing.chunking import SUFFIXES
 from rag_api.indexing.kb import ignore_reason
 
-MAX_PATH_CHARS = 512  # a source name's limit (README, Limits)
+MAX_PATH_CHARS = 512  # a source name's limit (docs/http-api.md, Limits)
 MAX_PART_BYTES = 255  # a file name's limit on common filesystems
 _RESERVED = re.compile(r"^(con|prn|aux|nul|com[0-9]|lpt[0-9])(\..*)?$", re.IGNORECASE)
 _FORBIDDEN = re.compile(r'[<>:"|?*\x00-\x1f\x7f\u0085\u2028\u2029]')

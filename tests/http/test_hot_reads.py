@@ -4,6 +4,7 @@ goes to the route with its body intact, and either way a client gets the same an
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 from typing import Any
@@ -11,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
+from rag_api.http.endpoints import admin, query
 from rag_api.http.hot_reads import HotReads
-from rag_api.http.routes import admin, query
 from rag_api.settings import Settings
 from tests.conftest import assert_error_shape, hash_collection, wait_for, write_config
 from tests.support.openai_support import REFUND, start_indexed, write_kb
@@ -102,6 +103,52 @@ def test_refused_bodies_get_the_layers_errors(live, content, label, status, code
     refused = httpx.post(live.url + "/query/docs", content=content, headers=headers, timeout=60)
     assert assert_error_shape(refused, status, code)["message"].startswith(message)
     assert refused.headers["x-request-id"] == "fixed-id"
+
+
+def _cases() -> list[tuple[str, Any, dict[str, str]]]:
+    """(path, body bytes or a callable making them, headers): every case of SAME and REFUSED."""
+    same = [(path, json.dumps(body).encode(), headers) for path, body, headers in SAME]
+    chunked = lambda: iter([HUGE[:600_000], HUGE[600_000:]])  # noqa: E731  (no Content-Length)
+    refused = [
+        ("/query/docs", chunked if isinstance(content, type(iter([]))) else content, label)
+        for content, label, *_ in REFUSED
+    ]
+    return same + [(path, body, {**READER, "content-type": label}) for path, body, label in refused]
+
+
+_IDS = itertools.count()
+
+
+@pytest.mark.parametrize(("path", "content", "headers"), _cases())
+def test_both_paths_answer_every_case_with_one_status_body_and_log_line(
+    live, caplog, path, content, headers
+) -> None:
+    """Each case sent to the fast path and (by a query string) to FastAPI's route: the same
+    status, body and access log line (its latency aside)."""
+    caplog.set_level(logging.INFO, logger="rag_api.access")
+    request_id = f"parity-{next(_IDS)}"
+    headers = {"content-type": "application/json", **headers, "X-Request-ID": request_id}
+    answers = []
+    for query_string in ("", "?via=route"):
+        body = content() if callable(content) else content
+        answer = httpx.post(
+            live.url + path + query_string, content=body, headers=headers, timeout=60
+        )
+        answers.append(
+            (answer.status_code, answer.headers["content-type"], without_timings(answer.json()))
+        )
+
+    def lines() -> list[tuple[Any, ...]] | None:
+        mine = [r for r in caplog.records if getattr(r, "request_id", "") == request_id]
+        fields = [
+            (r.method, r.path, r.route, r.status, r.collection, r.getMessage().split(" ")[:3])
+            for r in mine
+        ]
+        return fields if len(fields) == 2 else None
+
+    hot_line, route_line = wait_for(lines)
+    assert answers[0] == answers[1]
+    assert hot_line == route_line
 
 
 def test_an_unlabelled_body_is_read_as_json(live) -> None:

@@ -7,9 +7,9 @@ import httpx
 import pytest
 
 from rag_api.http import answers
+from rag_api.http.endpoints.ops import Events
 from rag_api.http.error_responses import ErrorBody
 from rag_api.http.openai_errors import OpenAIErrorBody
-from rag_api.http.routes.ops import Events
 from rag_api.settings import Settings
 from tests.conftest import hash_collection, write_config
 from tests.support.openai_support import KB, REFUND, start_indexed, write_kb

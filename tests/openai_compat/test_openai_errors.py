@@ -184,7 +184,7 @@ def test_bearer_key_is_required_when_set(tmp_path, make_settings, serve):
 def test_every_openai_route_answers_errors_in_openai_shape(tmp_path, make_settings, serve):
     """The shape comes from the route: each route of the OpenAI router, refused (401) or called
     with the wrong method (405), answers OpenAI's error; a hub route keeps the hub's shape."""
-    from rag_api.http.routes.openai import router
+    from rag_api.http.endpoints.openai import router
 
     config = write_config(tmp_path / "collections.yaml", {"docs": hash_collection()})
     live = serve(make_settings(config, "memory", api_key="reader-key"))

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from rag_api.errors import MigrationInProgress
-from rag_api.http.routes import ops
+from rag_api.http.endpoints import ops
 from rag_api.ops.migrate import MigrateBody
 from tests.conftest import (
     REPO,

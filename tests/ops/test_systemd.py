@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-INSTALLER = ROOT / "scripts" / "install-systemd.sh"
+from tests.conftest import REPO
+
+INSTALLER = REPO / "scripts" / "install-systemd.sh"
 UNITS = ("rag-hub.service", "rag-indexer.service", "rag-integrity.service", "rag-integrity.timer")
 PLACEHOLDER = re.compile(r"@[A-Z_]+@")
 

@@ -96,13 +96,28 @@ def test_a_description_word_routes_when_its_probe_agrees(routed_hub: LiveServer)
     assert body["sources"][0]["source"] == "cierre.md"
 
 
+def best_cosine(live: LiveServer, collection: str, question: str) -> float:
+    """The best passage's cosine in `collection`, below any threshold."""
+    body = {"query": question, "collection": collection, "threshold": 0.0, "top_k": 1}
+    return ask(live, body, "/v1/rag/search")["results"][0]["score"]
+
+
+RETURNS = "Are returns possible for an annual payment?"
+
+
 def test_a_description_word_does_not_route_against_the_probe(routed_hub: LiveServer) -> None:
-    body = ask(routed_hub, {"query": "How are returns handled?", "generate": False})
+    # the verdict must not hinge on a cosine within a CPU's floating-point noise of a threshold
+    # (soporte's 0.80: e5's cosines are compressed): soporte's best passage stays clearly under
+    # it (0.771 on an AVX-512 CPU), docs' clearly over its own 0.25 (0.331); docs' probe (0.67)
+    # is confident (0.4) in the question's language, probed in the same round as the hint
+    assert best_cosine(routed_hub, "soporte", RETURNS) < 0.80 - 0.01
+    assert best_cosine(routed_hub, "docs", RETURNS) > 0.25 + 0.05
+    body = ask(routed_hub, {"query": RETURNS, "generate": False})
     routing = body["routing"]
     by_name = {c["collection"]: c for c in routing["candidates"]}
     assert by_name["soporte"]["signals"] == ["description:returns"]
     assert by_name["soporte"]["passages"] == 0  # its probe found nothing: the hint is dropped
-    assert routing["reason"] == "probe" and routing["searched"] == ["docs"], routing
+    assert routing["reason"] == "language" and routing["searched"] == ["docs"], routing
     assert body["sources"][0]["source"] == "billing.md"
 
 

@@ -15,8 +15,7 @@ from fastapi import APIRouter, Depends, Request
 
 from rag_api.errors import KbFolderMissing, StoreUnavailable
 from rag_api.http.auth import is_admin, keys_set, require_reader
-from rag_api.http.deps import HubDep
-from rag_api.http.routes.indexer import indexer_status
+from rag_api.http.deps import HubDep, SettingsDep, WatcherDep, indexer_status
 from rag_api.hub import Hub
 from rag_api.indexing import kb
 from rag_api.ops.last_check import LastCheck
@@ -29,17 +28,19 @@ WATCHER_FIELDS = ("watching", "files", "queue", "busy", "held", "last_sync", "la
 
 
 @router.get("/v1/overview")
-def overview(request: Request, hub: HubDep) -> dict[str, Any]:
+def overview(
+    request: Request, hub: HubDep, watcher: WatcherDep, settings: SettingsDep
+) -> dict[str, Any]:
     """Each collection: configuration, chunks, files, watcher, last check, migration; and
     `access`: `admin` (may change the knowledge base) or `read`; `keys`: whether keys are set."""
-    watcher = indexer_status(request)
+    state_of = indexer_status(watcher)
     checks = LastCheck(hub.settings.data_dir).read()
     rows = []
     for name in hub.collections:
         row = hub.describe(name)
         row["files"], row["kb_problem"] = _file_count(hub, name)
-        state = watcher["collections"].get(name)
-        row["watcher"] = {"running": watcher["running"]} | (
+        state = state_of["collections"].get(name)
+        row["watcher"] = {"running": state_of["running"]} | (
             {key: state[key] for key in WATCHER_FIELDS} | {"last_error": state["last_error"]}
             if state
             else {}
@@ -49,8 +50,8 @@ def overview(request: Request, hub: HubDep) -> dict[str, Any]:
         rows.append(row)
     return {
         "default_collection": hub.config.default_collection,
-        "keys": keys_set(request),
-        "access": "admin" if is_admin(request) else "read",
+        "keys": keys_set(settings),
+        "access": "admin" if is_admin(request, settings) else "read",
         "collections": rows,
     }
 

@@ -17,13 +17,12 @@ from fastapi.responses import FileResponse
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from rag_api.errors import InvalidRequest, NotReady, PayloadTooLarge
+from rag_api.errors import InvalidRequest, PayloadTooLarge
 from rag_api.http import upload_answers
 from rag_api.http.any_path import ANY
 from rag_api.http.auth import require_admin, require_reader
-from rag_api.http.deps import HubDep
+from rag_api.http.deps import UploadsDep, WatcherDep
 from rag_api.uploads.intake import Incoming
-from rag_api.uploads.service import Uploads
 
 router = APIRouter(prefix="/v1", tags=["files"])
 READ = [Depends(require_reader)]
@@ -63,16 +62,6 @@ UPLOAD_BODY = {
         },
     }
 }
-
-
-async def get_uploads(request: Request, hub: HubDep) -> Uploads:
-    uploads = getattr(request.app.state, "uploads", None)
-    if uploads is None:
-        raise NotReady("the hub is starting: the upload queue is not running yet")
-    return uploads
-
-
-UploadsDep = Annotated[Uploads, Depends(get_uploads)]
 
 
 @router.post(
@@ -138,9 +127,8 @@ def _flag(value: str | None) -> bool:
     response_model=upload_answers.KbFileList,
     **EXACT,
 )
-def list_files(collection: str, request: Request, uploads: UploadsDep) -> Result:
+def list_files(collection: str, uploads: UploadsDep, watcher: WatcherDep) -> Result:
     """The kb folder's files with their index state: indexed, stale, pending or failed."""
-    watcher = getattr(request.app.state, "watcher", None)
     bad: dict[str, str] = {}
     if watcher is not None:
         state = watcher.status()["collections"].get(collection)

@@ -23,7 +23,7 @@ from starlette.types import Receive, Scope, Send
 
 from rag_api.errors import RagError
 from rag_api.http.auth import check_admin, require_admin, require_reader
-from rag_api.http.deps import HubDep
+from rag_api.http.deps import HubDep, SettingsDep
 from rag_api.ops.check import DEFAULT_SAMPLE, run_check
 from rag_api.ops.migrate import MigrateBody, drop_old, exclusive, run_migration
 
@@ -46,11 +46,11 @@ class CollectionBody(BaseModel):
 
 
 @router.post("/check", dependencies=[Depends(require_reader)])
-def check(request: Request, body: CheckBody, hub: HubDep) -> dict[str, Any]:
+def check(request: Request, body: CheckBody, hub: HubDep, settings: SettingsDep) -> dict[str, Any]:
     """The check's JSON document (status 200 whatever it found: see its exit_code); reading
     needs the reader key, repairing the admin key."""
     if body.repair:
-        check_admin(request)
+        check_admin(request, settings)
     return run_check(hub, body.collection, body.repair, body.sample).as_dict()
 
 

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from rag_api.errors import NotReady
 from rag_api.http.answers import Ready
 from rag_api.http.auth import is_reader
+from rag_api.http.deps import OpenedDep, SettingsDep
 from rag_api.indexing.kb import folder_problem
 from rag_api.ops import readiness
 
@@ -22,14 +23,13 @@ async def health() -> dict[str, str]:
 
 
 @router.get("/ready", response_model=Ready, response_model_exclude_unset=True)
-def ready(request: Request) -> dict[str, Any]:
+def ready(request: Request, hub: OpenedDep, settings: SettingsDep) -> dict[str, Any]:
     """200 when the store answers, has disk room, and every enabled collection can be read and
     written with its embedder loaded; 503 naming what is not. Details (paths, the store's
     location, messages) only for a caller with the reader key when keys are set."""
-    hub = getattr(request.app.state, "hub", None)
     if hub is None:
         raise NotReady("starting: the store and models are not open yet")
-    detailed = is_reader(request)
+    detailed = is_reader(request, settings)
     found = readiness.problems(hub)
     if found:
         raise NotReady(f"not ready: {readiness.summary(found, detailed)}")

@@ -1,4 +1,4 @@
-"""OpenAI `model` -> collection: the exact collection name or `rag/<name>`; the router's name
+"""OpenAI models are collections: `model` names one (or `rag/<name>`); the router's name
 (`auto`) routes by the question (rag_api.routing); anything else (say `gpt-4o`, AnythingLLM's
 default) goes to default_collection, to `auto` with `unknown_model: auto`, or is a 404 with
 `unknown_model: error`."""
@@ -9,7 +9,7 @@ from typing import Any
 
 from rag_api.errors import RagError
 from rag_api.hub import Hub
-from rag_api.points.collection import Collection
+from rag_api.routing import Target, resolve
 
 PREFIX = "rag/"
 
@@ -19,21 +19,15 @@ class ModelNotFound(RagError):
     status = 404
 
 
-def routes_by_question(hub: Hub, model: str) -> bool:
-    """Whether `model` asks for `auto`: its name, or an unknown name with `unknown_model: auto`."""
+def target(hub: Hub, model: str) -> Target:
+    """Where requests for `model` go: its collection, `auto` (its name, or an unknown name with
+    `unknown_model: auto`), default_collection for an unknown name, or ModelNotFound."""
     name = model.removeprefix(PREFIX)
-    if name == hub.config.router.name:
-        return True
-    unknown = name not in hub.collections and not model.startswith(PREFIX)
-    return unknown and hub.config.unknown_model == "auto"
-
-
-def resolve_model(hub: Hub, model: str) -> Collection:
-    """The collection that answers requests for `model` (not `auto`: see routes_by_question)."""
-    name = model.removeprefix(PREFIX)
-    if name in hub.collections:
-        return hub.collection(name)
     explicit = model.startswith(PREFIX)
+    if name in hub.collections or name == hub.config.router.name:
+        return resolve(hub, name)
+    if not explicit and hub.config.unknown_model == "auto":
+        return resolve(hub, hub.config.router.name)
     if explicit or hub.config.unknown_model == "error":
         names = ", ".join(models(hub)) or "none"
         why = "" if explicit else " (unknown_model: error in collections.yaml)"
@@ -42,7 +36,7 @@ def resolve_model(hub: Hub, model: str) -> Collection:
             f"also reachable as {PREFIX}<name>",
             param="model",
         )
-    return hub.collection()
+    return resolve(hub, None)
 
 
 def find_model(hub: Hub, model: str) -> str:

@@ -12,14 +12,13 @@ from rag_api.answering.sse import EventStream
 from rag_api.http.answers import STREAMED, ChatCompletion, ModelCard, ModelList, ResponseObject
 from rag_api.http.any_path import ANY
 from rag_api.http.auth import require_reader
-from rag_api.http.deps import HubDep, get_generation
+from rag_api.http.deps import GenerationDep, HubDep
 from rag_api.http.openai_errors import OpenAIRoute
-from rag_api.llm.pool import GenerationPool
 from rag_api.openai_compat import chat, responses
 from rag_api.openai_compat.bodies import ChatRequest, ResponsesRequest
 from rag_api.openai_compat.conversation import from_chat, from_responses
+from rag_api.openai_compat.models import find_model, model_card, models
 from rag_api.openai_compat.reply import start_reply
-from rag_api.openai_compat.routing import find_model, model_card, models
 
 router = APIRouter(tags=["openai"], dependencies=[Depends(require_reader)], route_class=OpenAIRoute)
 
@@ -37,7 +36,7 @@ def retrieve_model(model: str, hub: HubDep) -> dict[str, Any]:
 async def chat_completions(
     body: ChatRequest,
     hub: HubDep,
-    generation: GenerationPool = Depends(get_generation),
+    generation: GenerationDep,
 ) -> Response:
     """Answer the conversation's last user message from the model's collection."""
     conversation = from_chat(body.messages)
@@ -53,7 +52,7 @@ async def chat_completions(
 async def create_response(
     body: ResponsesRequest,
     hub: HubDep,
-    generation: GenerationPool = Depends(get_generation),
+    generation: GenerationDep,
 ) -> Response:
     """The Responses API over the same pipeline."""
     conversation = from_responses(body.input, body.instructions)

@@ -8,21 +8,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 from starlette.concurrency import run_in_threadpool
 
 from rag_api.evaluation.request import EvalBody, run_eval
 from rag_api.http.auth import require_reader
-from rag_api.http.deps import HubDep
+from rag_api.http.deps import HubDep, SettingsDep
 
 router = APIRouter(tags=["evaluation"], dependencies=[Depends(require_reader)])
 
 
 @router.post("/v1/collections/{collection}/eval")
 async def evaluate(
-    collection: str, body: EvalBody, hub: HubDep, request: Request
+    collection: str, body: EvalBody, hub: HubDep, settings: SettingsDep
 ) -> dict[str, Any]:
     """The collection's retrieval measured on the given questions (or drafted ones): a row per
     mode and fusion, and with `tune` the best settings and whether their gain is beyond noise."""
-    limit = request.app.state.settings.eval_max_s
-    return await run_in_threadpool(run_eval, hub, collection, body, limit)
+    return await run_in_threadpool(run_eval, hub, collection, body, settings.eval_max_s)

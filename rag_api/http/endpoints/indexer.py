@@ -11,27 +11,22 @@ from fastapi import APIRouter, Depends, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from rag_api.http.auth import require_admin, require_reader
+from rag_api.http.deps import SettingsDep, WatcherDep, indexer_status
 from rag_api.observability.metrics import exposition
 
 router = APIRouter(tags=["indexer"])
 
 
-def indexer_status(request: Request) -> dict[str, Any]:
-    """The watcher's status, or `running: false` when this process does not watch."""
-    watcher = getattr(request.app.state, "watcher", None)
-    return watcher.status() if watcher is not None else {"running": False, "collections": {}}
-
-
 @router.get("/v1/indexer/status", dependencies=[Depends(require_admin)])
-def status(request: Request) -> dict[str, Any]:
+def status(watcher: WatcherDep) -> dict[str, Any]:
     """Per collection: files known, queue length, last sync, last error, bad files, counters."""
-    return indexer_status(request)
+    return indexer_status(watcher)
 
 
-async def metrics_reader(request: Request) -> None:
+async def metrics_reader(request: Request, settings: SettingsDep) -> None:
     """/metrics needs the reader key when keys are set, unless RAG_METRICS_PUBLIC=1."""
-    if not request.app.state.settings.metrics_public:
-        await require_reader(request)
+    if not settings.metrics_public:
+        await require_reader(request, settings)
 
 
 @router.get("/metrics", dependencies=[Depends(metrics_reader)], response_class=Response)

@@ -12,10 +12,9 @@ from rag_api.answering.stream import QueryEvents
 from rag_api.http.answers import STREAMED, QueryAnswer
 from rag_api.http.auth import require_reader
 from rag_api.http.declared import declared
-from rag_api.http.deps import HubDep, get_generation
+from rag_api.http.deps import GenerationDep, HubDep
 from rag_api.http.hot_reads import HotRead
 from rag_api.hub import Hub
-from rag_api.llm.pool import GenerationPool
 
 router = APIRouter(tags=["query"], dependencies=[Depends(require_reader)])
 
@@ -30,7 +29,7 @@ async def query(
     collection: str,
     body: QueryBody,
     hub: HubDep,
-    generation: GenerationPool = Depends(get_generation),
+    generation: GenerationDep,
 ) -> Response:
     """Answer a question from one collection, with the passages it is grounded in; with
     `stream: true`, as server-sent events (sources, then the answer's pieces, then done)."""

@@ -1,0 +1,135 @@
+"""/v1/rag/*: the voice pipeline's knowledge-base admin API (logic in rag_api.kbadmin).
+
+Reads accept RAG_API_KEY or RAG_ADMIN_API_KEY; writes need RAG_ADMIN_API_KEY (when set). Every
+endpoint routes to `collection`, given in the JSON body or the query string.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query
+from fastapi.responses import Response
+
+from rag_api.http import answers
+from rag_api.http.auth import require_admin, require_reader
+from rag_api.http.declared import declared
+from rag_api.http.deps import HubDep, WatcherDep, indexer_status
+from rag_api.http.hot_reads import HotRead
+from rag_api.hub import Hub
+from rag_api.kbadmin import bodies, reads, writes
+from rag_api.kbadmin import routed as auto
+from rag_api.points.collection import Collection
+from rag_api.routing import named, resolve
+
+router = APIRouter(prefix="/v1/rag", tags=["rag admin"])
+READ = [Depends(require_reader)]
+WRITE = [Depends(require_admin)]
+Result = dict[str, Any]
+CollectionParam = Annotated[str | None, Query(description="default: default_collection")]
+EXACT = {"response_model_exclude_unset": True}  # the keys the route built, none added
+
+
+def one(hub: Hub, in_body: str | None, in_query: str | None) -> Collection:
+    """The collection named in the body or the query (they must agree), else the default."""
+    return hub.collection(named(in_body, in_query))
+
+
+@router.get("/status", dependencies=READ, response_model=answers.Status, **EXACT)
+def status(hub: HubDep, watcher: WatcherDep, collection: CollectionParam = None) -> Response:
+    """The collection's state, and the folder watcher's for it when this process watches."""
+    kb = one(hub, None, collection)
+    watching = indexer_status(watcher)
+    indexer = watching["collections"].get(kb.name)
+    state = {
+        **reads.status(hub, kb),
+        "indexer": {"running": watching["running"], **(indexer or {})},
+    }
+    return declared(answers.Status, state)
+
+
+@router.get("/sources", dependencies=READ, response_model=answers.SourceList, **EXACT)
+def sources(hub: HubDep, collection: CollectionParam = None) -> Response:
+    return declared(answers.SourceList, reads.sources(one(hub, None, collection)))
+
+
+@router.get("/chunks", dependencies=READ, response_model=answers.ChunkPage, **EXACT)
+def chunks(params: Annotated[bodies.ChunkFilters, Query()], hub: HubDep) -> Response:
+    return declared(answers.ChunkPage, reads.list_chunks(one(hub, params.collection, None), params))
+
+
+@router.post("/chunks/list", dependencies=READ, response_model=answers.ChunkPage, **EXACT)
+def chunks_list(
+    body: bodies.ListChunks, hub: HubDep, collection: CollectionParam = None
+) -> Response:
+    kb = one(hub, body.collection, collection)
+    return declared(answers.ChunkPage, reads.list_chunks(kb, body, body.metadata))
+
+
+@router.post("/search", dependencies=READ, response_model=answers.SearchResults, **EXACT)
+def search(body: bodies.Search, hub: HubDep, collection: CollectionParam = None) -> Response:
+    """Passages for the query from the collection, or from where `auto` routes it."""
+    target = resolve(hub, named(body.collection, collection), body.collections)
+    if target.collection is None:
+        return declared(answers.SearchResults, auto.search_results(hub, body))
+    return declared(answers.SearchResults, reads.search_results(target.collection, body))
+
+
+@router.post("/context", dependencies=READ, response_model=answers.ContextBlock, **EXACT)
+def context(body: bodies.Context, hub: HubDep, collection: CollectionParam = None) -> Response:
+    """The passages as one block for a prompt, from the collection or from where `auto` routes."""
+    target = resolve(hub, named(body.collection, collection), body.collections)
+    if target.collection is None:
+        return declared(answers.ContextBlock, auto.context(hub, body))
+    return declared(answers.ContextBlock, reads.context(target.collection, body))
+
+
+# the reads rag_api.http.hot_reads serves without FastAPI's per-request work (never with a query
+# string, so the collection comes from the body)
+HOT = [
+    HotRead("/v1/rag/chunks/list", bodies.ListChunks, lambda hub, b, _: chunks_list(b, hub)),
+    HotRead("/v1/rag/search", bodies.Search, lambda hub, b, _: search(b, hub)),
+    HotRead("/v1/rag/context", bodies.Context, lambda hub, b, _: context(b, hub)),
+]
+
+
+@router.post("/chunks/update", dependencies=WRITE)
+def chunks_update(
+    body: bodies.UpdateChunk, hub: HubDep, collection: CollectionParam = None
+) -> Result:
+    return writes.update_chunk(one(hub, body.collection, collection), body)
+
+
+@router.post("/upsert/document", dependencies=WRITE)
+def upsert_document(
+    body: bodies.UpsertDocument, hub: HubDep, collection: CollectionParam = None
+) -> Result:
+    return writes.upsert_document(one(hub, body.collection, collection), body)
+
+
+@router.post("/add/document", dependencies=WRITE)
+def add_document(
+    body: bodies.AddDocument, hub: HubDep, collection: CollectionParam = None
+) -> Result:
+    return writes.add_document(one(hub, body.collection, collection), body)
+
+
+@router.post("/add/chunks", dependencies=WRITE)
+def add_chunks(body: bodies.AddChunks, hub: HubDep, collection: CollectionParam = None) -> Result:
+    return writes.add_chunks(one(hub, body.collection, collection), body)
+
+
+@router.post("/remove", dependencies=WRITE)
+def remove(body: bodies.Remove, hub: HubDep, collection: CollectionParam = None) -> Result:
+    return writes.remove(one(hub, body.collection, collection), body)
+
+
+@router.post("/reload", dependencies=WRITE)
+def reload(
+    hub: HubDep,
+    body: bodies.Reload | None = None,
+    collection: CollectionParam = None,
+) -> Result:
+    """The body is optional here: a bare POST reconciles the default collection."""
+    body = body or bodies.Reload()
+    return writes.reload(one(hub, body.collection, collection), body)
