@@ -21,18 +21,27 @@ from rag_api.openai_compat.models import find_model, model_card, models
 from rag_api.openai_compat.reply import start_reply
 
 router = APIRouter(tags=["openai"], dependencies=[Depends(require_reader)], route_class=OpenAIRoute)
+EXACT: dict[str, Any] = {"response_model_exclude_unset": True}
+STREAMS: dict[str, Any] = {"responses": STREAMED}
+TWIN: dict[str, Any] = {"include_in_schema": False}  # the unprefixed twin of a /v1 route
 
 
+@router.get("/models", response_model=ModelList, **EXACT, **TWIN)
+@router.get("/v1/models", response_model=ModelList, **EXACT)
 def list_models(hub: HubDep) -> dict[str, Any]:
     """The enabled collections, one model each."""
     return {"object": "list", "data": [model_card(hub, name) for name in models(hub)]}
 
 
+@router.get(f"/models/{{model:{ANY}}}", response_model=ModelCard, **EXACT, **TWIN)
+@router.get(f"/v1/models/{{model:{ANY}}}", response_model=ModelCard, **EXACT)
 def retrieve_model(model: str, hub: HubDep) -> dict[str, Any]:
     """One collection as a model (no default fallback: this is a lookup)."""
     return model_card(hub, find_model(hub, model))
 
 
+@router.post("/chat/completions", response_model=ChatCompletion, **EXACT, **STREAMS, **TWIN)
+@router.post("/v1/chat/completions", response_model=ChatCompletion, **EXACT, **STREAMS)
 async def chat_completions(
     body: ChatRequest,
     hub: HubDep,
@@ -49,6 +58,8 @@ async def chat_completions(
     return JSONResponse(await generation.run(chat.completion, reply))
 
 
+@router.post("/responses", response_model=ResponseObject, **EXACT, **STREAMS, **TWIN)
+@router.post("/v1/responses", response_model=ResponseObject, **EXACT, **STREAMS)
 async def create_response(
     body: ResponsesRequest,
     hub: HubDep,
@@ -62,23 +73,3 @@ async def create_response(
     if body.stream:
         return EventStream(responses.response_events(reply, body), reply.close, generation)
     return JSONResponse(await generation.run(responses.response, reply, body))
-
-
-for prefix in ("/v1", ""):
-    shown = prefix == "/v1"  # the unprefixed twins stay out of the OpenAPI schema
-    for path, endpoint, method, answer in (
-        ("/models", list_models, "GET", ModelList),
-        (f"/models/{{model:{ANY}}}", retrieve_model, "GET", ModelCard),
-        ("/chat/completions", chat_completions, "POST", ChatCompletion),
-        ("/responses", create_response, "POST", ResponseObject),
-    ):
-        streamed = STREAMED if method == "POST" else None
-        router.add_api_route(
-            prefix + path,
-            endpoint,
-            methods=[method],
-            include_in_schema=shown,
-            response_model=answer,
-            response_model_exclude_unset=True,
-            responses=streamed,
-        )
