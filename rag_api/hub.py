@@ -6,9 +6,10 @@ import logging
 import time
 from typing import Any
 
+from rag_api.access.grant import allowed
 from rag_api.config import HubConfig, load_config
 from rag_api.embedding.embedders import EmbeddingRouter
-from rag_api.errors import CollectionDisabled, RagError, StoreUnavailable
+from rag_api.errors import CollectionDisabled, CollectionNotFound, RagError, StoreUnavailable
 from rag_api.llm.generators import GeneratorRouter
 from rag_api.observability.request_context import note_collection
 from rag_api.points.collection import Collection
@@ -74,11 +75,17 @@ class Hub:
         """A configured collection (default_collection when name is None)."""
         name = name or self.config.default_collection
         self.config.collection(name)  # raises CollectionNotFound
+        if not allowed(name):  # the request's key may not see it: as if it did not exist
+            raise CollectionNotFound(name)
         note_collection(name)  # a configured name: a bounded label for the request's metrics
         collection = self.collections[name]
         if enabled_only and not collection.cfg.enabled:
             raise CollectionDisabled(name)
         return collection
+
+    def visible(self) -> list[str]:
+        """The configured collections the request being served may read (all outside a request)."""
+        return [name for name in self.collections if allowed(name, "read")]
 
     def describe(self, name: str) -> dict[str, Any]:
         """A collection's configuration and its live state in the store (GET /collections, the CLI)."""

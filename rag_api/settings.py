@@ -35,6 +35,7 @@ class Settings(BaseSettings):
     ollama_url: str = Field(default_factory=_default_ollama_url)
     api_key: str | None = None
     admin_api_key: str | None = None
+    keys_file: Path | None = None  # scoped keys (`rag-hub keys`); default: data_dir/keys.json
     max_body_bytes: int = 1024 * 1024
     # the embedded store refuses writes that would leave less free disk than this (507)
     min_free_mb: int = Field(default=256, ge=0)
@@ -73,6 +74,14 @@ class Settings(BaseSettings):
     eval_max_s: float = Field(default=120.0, gt=0)
     eval_margin: float = Field(default=0.05, ge=0)
 
+    # backups (rag-hub backup): where they go (default RAG_DATA_DIR/backups), how many are kept
+    # (the newest of each of the last N days and M weeks), and the age past which `rag-hub check`
+    # reports a collection's last backup as too old (0: never)
+    backup_dir: Path | None = None
+    backup_keep_daily: int = Field(default=7, ge=0)
+    backup_keep_weekly: int = Field(default=4, ge=0)
+    backup_max_age_h: float = Field(default=0.0, ge=0)
+
     @field_validator("qdrant_url", "qdrant_api_key", "api_key", "admin_api_key", mode="before")
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
@@ -87,6 +96,16 @@ class Settings(BaseSettings):
     def models_path(self) -> Path:
         """Folder of the cached ONNX exports."""
         return self.model_cache or self.data_dir / "models"
+
+    @property
+    def backups_path(self) -> Path:
+        """Where `rag-hub backup` writes (and retention prunes) unless told --to."""
+        return self.backup_dir or self.data_dir / "backups"
+
+    @property
+    def keys_path(self) -> Path:
+        """The scoped keys file (rag_api.access.keys)."""
+        return self.keys_file or self.data_dir / "keys.json"
 
     @property
     def embedded(self) -> bool:

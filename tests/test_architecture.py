@@ -23,7 +23,7 @@ LAYERS = (
         "atomic",
         "redact",
     },
-    {"observability"},
+    {"observability", "access"},
     {"store"},  # nothing of ours but the foundation: Qdrant stays behind it
     {"embedding", "llm"},
     {"points"},

@@ -10,9 +10,11 @@ import anyio
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 
+from rag_api.access.keyring import Keyring
 from rag_api.console import pages as console
 from rag_api.http.endpoints import (
     admin,
+    backups,
     collections,
     evaluation,
     health,
@@ -92,6 +94,7 @@ def create_app(
         telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.settings = settings
+    app.state.keyring = Keyring(settings)
     app.state.hub = None
     app.state.watcher = None
     app.state.uploads = None
@@ -112,6 +115,7 @@ def create_app(
         query.router,
         openai.router,
         ops.router,
+        backups.router,
         indexer.router,
         admin.router,
         uploads.router,

@@ -1,14 +1,24 @@
-"""Optional bearer-token auth: RAG_API_KEY guards reads and the OpenAI routes, RAG_ADMIN_API_KEY writes."""
+"""Bearer keys on every route, from one place: each route depends on `require_reader`,
+`require_writer` or `require_admin`, which find the request's key in the app's Keyring, refuse it
+or set the request's grant (rag_api.access.grant) that every collection lookup then checks."""
 
 from __future__ import annotations
 
-import hmac
+from typing import Annotated
 
-from fastapi import Request
+import anyio
+from fastapi import Depends, Request
 
-from rag_api.errors import Forbidden, Unauthorized
-from rag_api.http.deps import SettingsDep
-from rag_api.settings import Settings
+from rag_api.access.grant import Grant, Op, Principal, current
+from rag_api.access.keyring import Keyring
+from rag_api.errors import CollectionNotFound, Forbidden, Unauthorized
+
+
+async def get_keyring(request: Request) -> Keyring:
+    return request.app.state.keyring
+
+
+KeyringDep = Annotated[Keyring, Depends(get_keyring)]
 
 
 def bearer_token(request: Request) -> str | None:
@@ -18,48 +28,55 @@ def bearer_token(request: Request) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-def _matches(token: str | None, *keys: str | None) -> bool:
-    # compare against every configured key in constant time, without short-circuiting
-    matched = False
-    for key in keys:
-        if key is not None and token is not None:
-            matched |= hmac.compare_digest(token.encode(), key.encode())
-    return matched
+async def principal_of(request: Request, keyring: KeyringDep) -> Principal | None:
+    """Who the request's key is (None: no key, or one the hub does not know); a scoped key's
+    first use (its slow hash) is checked in a worker thread."""
+    token = bearer_token(request)
+    found = keyring.known(token)
+    if found is not None or token is None:
+        return found
+    client = request.client.host if request.client else ""
+    return await anyio.to_thread.run_sync(keyring.principal, token, client)
 
 
-def is_reader(request: Request, settings: Settings) -> bool:
-    """Whether the request may read: no key is set, or it carries RAG_API_KEY or RAG_ADMIN_API_KEY."""
-    keys = (settings.api_key, settings.admin_api_key)
-    return not any(keys) or _matches(bearer_token(request), *keys)
+PrincipalDep = Annotated[Principal | None, Depends(principal_of)]
 
 
-async def require_reader(request: Request, settings: SettingsDep) -> None:
-    """Reads: open unless a key is set; then RAG_API_KEY or RAG_ADMIN_API_KEY."""
-    if not is_reader(request, settings):
-        raise Unauthorized("missing or invalid bearer token (Authorization: Bearer <key>)")
+def authorize(request: Request, principal: Principal | None, op: Op, admin: bool = False) -> None:
+    """Let the request's key do `op` (and operations, with `admin`), or refuse it; a collection in
+    the path that the key may not see answers as an unknown one would. Sets the request's grant,
+    which every collection lookup checks (rag_api.access.grant)."""
+    if principal is None:
+        if op == "read":
+            raise Unauthorized("missing or invalid bearer token (Authorization: Bearer <key>)")
+        raise Unauthorized(
+            "this endpoint changes the knowledge base: it needs RAG_ADMIN_API_KEY or a key with "
+            "a write scope (Authorization: Bearer <key>)"
+        )
+    if admin and not principal.admin:
+        raise Forbidden("this key may not run operations: use RAG_ADMIN_API_KEY or an admin key")
+    if op == "write" and not principal.write:
+        raise Forbidden(
+            "this key cannot change the knowledge base: use RAG_ADMIN_API_KEY or a key with a "
+            "write scope"
+        )
+    if not principal.reads_anything():
+        raise Forbidden("this key may not read any collection")
+    name = request.path_params.get("collection")
+    if name is not None and not principal.may(op, name):
+        if not principal.may("read", name):
+            raise CollectionNotFound(name)
+        raise Forbidden(f"this key may read '{name}' but not change it")
+    current.set(Grant(principal, op))
 
 
-async def require_admin(request: Request, settings: SettingsDep) -> None:
-    """Writes: open unless RAG_ADMIN_API_KEY is set; then only that key."""
-    check_admin(request, settings)
+async def require_reader(request: Request, principal: PrincipalDep) -> None:
+    authorize(request, principal, "read")
 
 
-def keys_set(settings: Settings) -> bool:
-    """Whether any key guards this hub (else everything is open)."""
-    return bool(settings.api_key or settings.admin_api_key)
+async def require_writer(request: Request, principal: PrincipalDep) -> None:
+    authorize(request, principal, "write")
 
 
-def is_admin(request: Request, settings: Settings) -> bool:
-    """Whether the request may write: RAG_ADMIN_API_KEY is unset, or it carries that key."""
-    key = settings.admin_api_key
-    return not key or _matches(bearer_token(request), key)
-
-
-def check_admin(request: Request, settings: Settings) -> None:
-    """require_admin for a route that needs the admin key only for some requests: a request
-    without a known key is 401, the reader key is known but may not write: 403."""
-    if is_admin(request, settings):
-        return
-    if _matches(bearer_token(request), settings.api_key):
-        raise Forbidden("the reader key cannot change the knowledge base: use RAG_ADMIN_API_KEY")
-    raise Unauthorized("this endpoint changes the knowledge base: it needs RAG_ADMIN_API_KEY")
+async def require_admin(request: Request, principal: PrincipalDep) -> None:
+    authorize(request, principal, "write", admin=True)

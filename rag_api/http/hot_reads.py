@@ -14,8 +14,9 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from rag_api.access.grant import Grant, Principal, current
 from rag_api.errors import RagError
-from rag_api.http.auth import is_reader, keys_set
+from rag_api.http.auth import bearer_token
 from rag_api.http.error_responses import crash_response, rag_error_response
 from rag_api.http.json_body import NOT_JSON, UNLABELLED, checked, read_body, replay
 from rag_api.http.read_threads import ReadThreads
@@ -64,7 +65,8 @@ class HotReads:
         if accepted is None:
             await self.app(scope, replay(body, receive), send)
             return
-        hub, parsed = accepted
+        hub, parsed, principal = accepted
+        current.set(Grant(principal, "read"))  # the worker runs in a copy of this context
         scope["route"] = self._route(scope["app"], read.template)
         request = Tracked(request_id, started)
         status = 500  # what the server answers when the work fails unexpectedly
@@ -114,14 +116,17 @@ class HotReads:
             return None
         return read, param, request_id
 
-    def _accepted(self, scope: Scope, read: HotRead, body: bytes) -> tuple[Any, BaseModel] | None:
-        """(the hub, the body as `read` takes it), or None when the other layers or the route
-        must answer."""
+    def _accepted(
+        self, scope: Scope, read: HotRead, body: bytes
+    ) -> tuple[Any, BaseModel, Principal] | None:
+        """(the hub, the body as `read` takes it, the key's principal), or None when the other
+        layers or the route must answer."""
         state = scope["app"].state
         hub = getattr(state, "hub", None)
         if hub is None:
             return None
-        if keys_set(state.settings) and not is_reader(Request(scope), state.settings):
+        principal = state.keyring.known(bearer_token(Request(scope)))
+        if principal is None or not principal.reads_anything():
             return None
         document, problem = checked(body)
         if document is NOT_JSON or problem is not None:
@@ -130,7 +135,7 @@ class HotReads:
             parsed = read.body.model_validate(document)
         except ValidationError:  # a body the route refuses with a 422
             return None
-        return (hub, parsed) if read.takes(parsed) else None
+        return (hub, parsed, principal) if read.takes(parsed) else None
 
     def _route(self, app: Any, template: str) -> BaseRoute:
         """The app's POST route for `template` (what the router would have put in the scope)."""

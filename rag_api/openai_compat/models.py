@@ -24,7 +24,7 @@ def target(hub: Hub, model: str) -> Target:
     `unknown_model: auto`), default_collection for an unknown name, or ModelNotFound."""
     name = model.removeprefix(PREFIX)
     explicit = model.startswith(PREFIX)
-    if name in hub.collections or name == hub.config.router.name:
+    if name in hub.visible() or name == hub.config.router.name:
         return resolve(hub, name)
     if not explicit and hub.config.unknown_model == "auto":
         return resolve(hub, hub.config.router.name)
@@ -49,7 +49,7 @@ def find_model(hub: Hub, model: str) -> str:
 
 def models(hub: Hub) -> list[str]:
     """The enabled collections, one model each, then `auto` when it has two to choose from."""
-    names = [name for name, c in hub.collections.items() if c.cfg.enabled]
+    names = [name for name in hub.visible() if hub.collections[name].cfg.enabled]
     routable = [name for name in names if hub.collections[name].cfg.routing.enabled]
     return names + [hub.config.router.name] if len(routable) >= 2 else names
 

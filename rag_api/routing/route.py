@@ -89,7 +89,11 @@ def candidates(hub: Hub, names: tuple[str, ...] | None) -> list[Collection]:
         for name in unique:
             hub.config.collection(name)  # 404 COLLECTION_NOT_FOUND
         return [hub.collection(name) for name in unique]  # 409 when disabled
-    found = [c for c in hub.collections.values() if c.cfg.enabled and c.cfg.routing.enabled]
+    found = [
+        hub.collections[name]
+        for name in hub.visible()
+        if hub.collections[name].cfg.enabled and hub.collections[name].cfg.routing.enabled
+    ]
     if not found:
         raise InvalidRequest(f"'{hub.config.router.name}': no collection has routing enabled")
     return found

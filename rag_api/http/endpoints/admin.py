@@ -11,8 +11,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
 
+from rag_api.access.grant import audit
 from rag_api.http import answers
-from rag_api.http.auth import require_admin, require_reader
+from rag_api.http.auth import require_reader, require_writer
 from rag_api.http.declared import declared
 from rag_api.http.deps import HubDep, WatcherDep, indexer_status
 from rag_api.http.hot_reads import HotRead
@@ -24,10 +25,16 @@ from rag_api.routing import named, resolve
 
 router = APIRouter(prefix="/v1/rag", tags=["rag admin"])
 READ = [Depends(require_reader)]
-WRITE = [Depends(require_admin)]
+WRITE = [Depends(require_writer)]
 Result = dict[str, Any]
 CollectionParam = Annotated[str | None, Query(description="default: default_collection")]
 EXACT = {"response_model_exclude_unset": True}  # the keys the route built, none added
+
+
+def audited(action: str, kb: Collection, result: Result) -> Result:
+    """The write's audit line (its counts and sources), then its answer."""
+    audit(action, kb.name, **{k: v for k, v in result.items() if not isinstance(v, dict)})
+    return result
 
 
 def one(hub: Hub, in_body: str | None, in_query: str | None) -> Collection:
@@ -97,31 +104,36 @@ HOT = [
 def chunks_update(
     body: bodies.UpdateChunk, hub: HubDep, collection: CollectionParam = None
 ) -> Result:
-    return writes.update_chunk(one(hub, body.collection, collection), body)
+    kb = one(hub, body.collection, collection)
+    return audited("chunks/update", kb, writes.update_chunk(kb, body))
 
 
 @router.post("/upsert/document", dependencies=WRITE)
 def upsert_document(
     body: bodies.UpsertDocument, hub: HubDep, collection: CollectionParam = None
 ) -> Result:
-    return writes.upsert_document(one(hub, body.collection, collection), body)
+    kb = one(hub, body.collection, collection)
+    return audited("upsert/document", kb, writes.upsert_document(kb, body))
 
 
 @router.post("/add/document", dependencies=WRITE)
 def add_document(
     body: bodies.AddDocument, hub: HubDep, collection: CollectionParam = None
 ) -> Result:
-    return writes.add_document(one(hub, body.collection, collection), body)
+    kb = one(hub, body.collection, collection)
+    return audited("add/document", kb, writes.add_document(kb, body))
 
 
 @router.post("/add/chunks", dependencies=WRITE)
 def add_chunks(body: bodies.AddChunks, hub: HubDep, collection: CollectionParam = None) -> Result:
-    return writes.add_chunks(one(hub, body.collection, collection), body)
+    kb = one(hub, body.collection, collection)
+    return audited("add/chunks", kb, writes.add_chunks(kb, body))
 
 
 @router.post("/remove", dependencies=WRITE)
 def remove(body: bodies.Remove, hub: HubDep, collection: CollectionParam = None) -> Result:
-    return writes.remove(one(hub, body.collection, collection), body)
+    kb = one(hub, body.collection, collection)
+    return audited("remove", kb, writes.remove(kb, body))
 
 
 @router.post("/reload", dependencies=WRITE)
@@ -132,4 +144,5 @@ def reload(
 ) -> Result:
     """The body is optional here: a bare POST reconciles the default collection."""
     body = body or bodies.Reload()
-    return writes.reload(one(hub, body.collection, collection), body)
+    kb = one(hub, body.collection, collection)
+    return audited("reload", kb, writes.reload(kb, body))

@@ -18,5 +18,5 @@ def list_collections(hub: HubDep) -> dict[str, Any]:
     """Every configured collection: its settings and what the store holds."""
     return {
         "default_collection": hub.config.default_collection,
-        "collections": [hub.describe(name) for name in hub.collections],
+        "collections": [hub.describe(name) for name in hub.visible()],
     }

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 
 from rag_api.errors import NotReady
 from rag_api.http.answers import Ready
-from rag_api.http.auth import is_reader
-from rag_api.http.deps import OpenedDep, SettingsDep
+from rag_api.http.auth import PrincipalDep
+from rag_api.http.deps import OpenedDep
 from rag_api.indexing.kb import folder_problem
 from rag_api.ops import readiness
 
@@ -23,13 +23,13 @@ async def health() -> dict[str, str]:
 
 
 @router.get("/ready", response_model=Ready, response_model_exclude_unset=True)
-def ready(request: Request, hub: OpenedDep, settings: SettingsDep) -> dict[str, Any]:
+def ready(hub: OpenedDep, principal: PrincipalDep) -> dict[str, Any]:
     """200 when the store answers, has disk room, and every enabled collection can be read and
     written with its embedder loaded; 503 naming what is not. Details (paths, the store's
     location, messages) only for a caller with the reader key when keys are set."""
     if hub is None:
         raise NotReady("starting: the store and models are not open yet")
-    detailed = is_reader(request, settings)
+    detailed = principal is not None and principal.reads_anything()
     found = readiness.problems(hub)
     if found:
         raise NotReady(f"not ready: {readiness.summary(found, detailed)}")

@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from rag_api.http.auth import require_admin, require_reader
+from rag_api.http.auth import KeyringDep, authorize, principal_of, require_admin
 from rag_api.http.deps import SettingsDep, WatcherDep, indexer_status
 from rag_api.observability.metrics import exposition
 
@@ -23,10 +23,10 @@ def status(watcher: WatcherDep) -> dict[str, Any]:
     return indexer_status(watcher)
 
 
-async def metrics_reader(request: Request, settings: SettingsDep) -> None:
-    """/metrics needs the reader key when keys are set, unless RAG_METRICS_PUBLIC=1."""
+async def metrics_reader(request: Request, settings: SettingsDep, keyring: KeyringDep) -> None:
+    """/metrics needs a reading key when keys are set, unless RAG_METRICS_PUBLIC=1."""
     if not settings.metrics_public:
-        await require_reader(request, settings)
+        authorize(request, await principal_of(request, keyring), "read")
 
 
 @router.get("/metrics", dependencies=[Depends(metrics_reader)], response_class=Response)

@@ -21,9 +21,10 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import Receive, Scope, Send
 
+from rag_api.access.grant import audit
 from rag_api.errors import RagError
-from rag_api.http.auth import check_admin, require_admin, require_reader
-from rag_api.http.deps import HubDep, SettingsDep
+from rag_api.http.auth import PrincipalDep, authorize, require_admin, require_reader
+from rag_api.http.deps import HubDep
 from rag_api.ops.check import DEFAULT_SAMPLE, run_check
 from rag_api.ops.migrate import MigrateBody, drop_old, exclusive, run_migration
 
@@ -46,11 +47,13 @@ class CollectionBody(BaseModel):
 
 
 @router.post("/check", dependencies=[Depends(require_reader)])
-def check(request: Request, body: CheckBody, hub: HubDep, settings: SettingsDep) -> dict[str, Any]:
+def check(
+    request: Request, body: CheckBody, hub: HubDep, principal: PrincipalDep
+) -> dict[str, Any]:
     """The check's JSON document (status 200 whatever it found: see its exit_code); reading
     needs the reader key, repairing the admin key."""
     if body.repair:
-        check_admin(request, settings)
+        authorize(request, principal, "write", admin=True)
     return run_check(hub, body.collection, body.repair, body.sample).as_dict()
 
 
@@ -90,6 +93,7 @@ def migrate(body: MigrateBody, hub: HubDep) -> StreamingResponse:
     swap the migration completes.
     """
     plan = body.plan(hub)
+    audit("migrate", body.collection, target=plan.target, rollback=body.rollback)
     claim = ExitStack()  # held from here to the migration's end: a second one is refused (409)
     claim.enter_context(exclusive(hub, body.collection))
     events: queue.Queue[dict[str, Any] | None] = queue.Queue()

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 
 from rag_api.errors import KbFolderMissing, StoreUnavailable
-from rag_api.http.auth import is_admin, keys_set, require_reader
-from rag_api.http.deps import HubDep, SettingsDep, WatcherDep, indexer_status
+from rag_api.http.auth import KeyringDep, PrincipalDep, require_reader
+from rag_api.http.deps import HubDep, WatcherDep, indexer_status
 from rag_api.hub import Hub
 from rag_api.indexing import kb
 from rag_api.ops.last_check import LastCheck
@@ -29,14 +29,14 @@ WATCHER_FIELDS = ("watching", "files", "queue", "busy", "held", "last_sync", "la
 
 @router.get("/v1/overview")
 def overview(
-    request: Request, hub: HubDep, watcher: WatcherDep, settings: SettingsDep
+    hub: HubDep, watcher: WatcherDep, keyring: KeyringDep, principal: PrincipalDep
 ) -> dict[str, Any]:
     """Each collection: configuration, chunks, files, watcher, last check, migration; and
     `access`: `admin` (may change the knowledge base) or `read`; `keys`: whether keys are set."""
     state_of = indexer_status(watcher)
     checks = LastCheck(hub.settings.data_dir).read()
     rows = []
-    for name in hub.collections:
+    for name in hub.visible():
         row = hub.describe(name)
         row["files"], row["kb_problem"] = _file_count(hub, name)
         state = state_of["collections"].get(name)
@@ -50,8 +50,8 @@ def overview(
         rows.append(row)
     return {
         "default_collection": hub.config.default_collection,
-        "keys": keys_set(settings),
-        "access": "admin" if is_admin(request, settings) else "read",
+        "keys": keyring.guarded,
+        "access": "admin" if principal is not None and principal.write else "read",
         "collections": rows,
     }
 

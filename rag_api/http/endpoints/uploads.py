@@ -17,16 +17,17 @@ from fastapi.responses import FileResponse
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from rag_api.access.grant import audit
 from rag_api.errors import InvalidRequest, PayloadTooLarge
 from rag_api.http import upload_answers
 from rag_api.http.any_path import ANY
-from rag_api.http.auth import require_admin, require_reader
+from rag_api.http.auth import require_reader, require_writer
 from rag_api.http.deps import UploadsDep, WatcherDep
 from rag_api.uploads.intake import Incoming
 
 router = APIRouter(prefix="/v1", tags=["files"])
 READ = [Depends(require_reader)]
-WRITE = [Depends(require_admin)]
+WRITE = [Depends(require_writer)]
 EXACT = {"response_model_exclude_unset": True}
 UPLOAD_PATH = re.compile(r"^/v1/collections/[^/]+/files/?$")  # where the wider body limit applies
 TRUE, FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off", ""}
@@ -96,6 +97,7 @@ async def upload(
     finally:
         await form.close()  # the spooled temp files of the parts
     response.headers["Location"] = f"/v1/jobs/{job['id']}"
+    audit("upload", collection, job=job["id"], files=[f["path"] for f in job["files"]])
     return job
 
 
@@ -156,7 +158,9 @@ def download(collection: str, path: FilePath, uploads: UploadsDep) -> FileRespon
 )
 def delete_file(collection: str, path: FilePath, uploads: UploadsDep) -> Result:
     """Remove the file from the kb folder and its chunks from the collection."""
-    return uploads.delete(collection, path)
+    deleted = uploads.delete(collection, path)
+    audit("delete file", collection, path=path, chunks_removed=deleted["chunks_removed"])
+    return deleted
 
 
 @router.get("/jobs", dependencies=READ, response_model=upload_answers.JobList, **EXACT)

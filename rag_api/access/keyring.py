@@ -1,0 +1,172 @@
+"""Every key the hub knows, and which one a request's token is: the global keys (RAG_API_KEY,
+RAG_ADMIN_API_KEY) and the keys file, re-read when it changes; bad tokens are counted per client."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import threading
+import time
+from collections import deque
+from pathlib import Path
+
+from rag_api.access.grant import EVERY, OPEN, Principal
+from rag_api.access.keys import Key, KeysFile, key_id_of, now, verify
+from rag_api.atomic import write_atomically
+from rag_api.errors import RagError
+from rag_api.settings import Settings
+
+FAILURES = 10  # bad tokens from one client within WINDOW_S before it is refused for a while
+WINDOW_S = 60.0
+RELOAD_S = 1.0  # how often the keys file's stat is looked at
+USAGE_FLUSH_S = 60.0
+ALL = frozenset({EVERY})
+
+
+class TooManyFailures(RagError):
+    code = "TOO_MANY_FAILED_ATTEMPTS"
+    status = 429
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"too many bad keys from this client: retry in {retry_after} s")
+        self.headers = {"Retry-After": str(retry_after)}
+
+
+def global_principals(settings: Settings) -> list[tuple[str, Principal]]:
+    """RAG_ADMIN_API_KEY may do everything; RAG_API_KEY reads every collection, and is the hub's
+    one key (reads, writes, operations) when no RAG_ADMIN_API_KEY is set."""
+    found = []
+    if settings.admin_api_key:
+        found.append(
+            (settings.admin_api_key, Principal("admin", "RAG_ADMIN_API_KEY", ALL, ALL, True))
+        )
+    if settings.api_key:
+        alone = not settings.admin_api_key
+        reader = Principal("reader", "RAG_API_KEY", ALL, ALL if alone else frozenset(), admin=alone)
+        found.append((settings.api_key, reader))
+    return found
+
+
+class Keyring:
+    def __init__(self, settings: Settings) -> None:
+        self.globals = global_principals(settings)
+        self.file = KeysFile(settings.keys_path)
+        self.usage_path = settings.keys_path.with_name(settings.keys_path.name + ".usage")
+        self._lock = threading.Lock()
+        self._stat: tuple[int, int, int] | None = None
+        self._checked = 0.0
+        self._keys: dict[str, Key] = {}
+        self._known: dict[bytes, tuple[str, str]] = {}  # sha256(token) -> (key id, hash matched)
+        self._failures: dict[str, deque[float]] = {}
+        self._used: dict[str, str] = {}
+        self._flushed = time.monotonic()
+        self._reload(force=True)
+
+    @property
+    def guarded(self) -> bool:
+        """Whether any key exists: then no route is open."""
+        self._reload()
+        return bool(self.globals) or any(key.revoked is None for key in self._keys.values())
+
+    def scoped_keys(self) -> int:
+        self._reload()
+        return sum(1 for key in self._keys.values() if key.live(now()))
+
+    def known(self, token: str | None) -> Principal | None:
+        """Who `token` is when that takes no slow hash (no key set, a global key, a scoped key
+        seen before); None otherwise. Counts nothing."""
+        if not self.guarded:
+            return OPEN
+        if token is None:
+            return None
+        for secret, principal in self.globals:
+            if hmac.compare_digest(token.encode(), secret.encode()):
+                return principal
+        key_id = key_id_of(token)
+        key = self._keys.get(key_id) if key_id else None
+        known = self._known.get(hashlib.sha256(token.encode()).digest())
+        at = now()
+        if key is None or known is None or not key.live(at) or known[1] not in key.hashes(at):
+            return None
+        self._note_use(key.id, at.isoformat())
+        return key.principal()
+
+    def principal(self, token: str | None, client: str) -> Principal | None:
+        """Who `token` is; None when it is missing or unknown (expired, revoked). OPEN when the hub
+        has no key at all. TooManyFailures when this client sent too many bad tokens lately. A
+        scoped key's first use checks its slow hash: call it off the event loop."""
+        found = self.known(token)
+        if found is not None or token is None:
+            return found
+        found = self._scoped(token, client)
+        if found is None:
+            self._failed(client)
+        return found
+
+    def _scoped(self, token: str, client: str) -> Principal | None:
+        key_id = key_id_of(token)
+        key = self._keys.get(key_id) if key_id else None
+        at = now()
+        if key is None or not key.live(at):
+            return None
+        fingerprint = hashlib.sha256(token.encode()).digest()
+        known = self._known.get(fingerprint)
+        if known is None or known[1] not in key.hashes(at):
+            self._refuse_if_failing(client)  # no slow hash for a client that keeps guessing
+            matched = next((h for h in key.hashes(at) if verify(token, h)), None)
+            if matched is None:
+                return None
+            with self._lock:
+                self._known[fingerprint] = (key.id, matched)
+        self._note_use(key.id, at.isoformat())
+        return key.principal()
+
+    def _refuse_if_failing(self, client: str) -> None:
+        recent = self._failures.get(client)
+        cutoff = time.monotonic() - WINDOW_S
+        while recent and recent[0] < cutoff:
+            recent.popleft()
+        if recent and len(recent) >= FAILURES:
+            raise TooManyFailures(int(recent[0] + WINDOW_S - time.monotonic()) + 1)
+
+    def _failed(self, client: str) -> None:
+        self._refuse_if_failing(client)
+        with self._lock:
+            self._failures.setdefault(client, deque()).append(time.monotonic())
+
+    def _note_use(self, key_id: str, at: str) -> None:
+        self._used[key_id] = at
+        if time.monotonic() - self._flushed > USAGE_FLUSH_S:
+            self._flushed = time.monotonic()
+            threading.Thread(target=self.flush_usage, daemon=True).start()
+
+    def flush_usage(self) -> None:
+        """Last use per key, beside the keys file (the server's own file: the CLI edits the other)."""
+        with self._lock:
+            used = read_usage(self.usage_path) | self._used
+        if used:
+            write_atomically(self.usage_path, json.dumps(used, indent=2) + "\n", durable=False)
+
+    def _reload(self, force: bool = False) -> None:
+        """Re-read the keys file when its stat changed (looked at once a second at most)."""
+        if not force and time.monotonic() - self._checked < RELOAD_S:
+            return
+        self._checked = time.monotonic()
+        try:
+            st = self.file.path.stat()
+            stat = (st.st_mtime_ns, st.st_size, st.st_ino)
+        except FileNotFoundError:
+            stat = None
+        if stat == self._stat and not force:
+            return
+        keys = {key.id: key for key in self.file.load()}
+        with self._lock:
+            self._keys, self._stat, self._known = keys, stat, {}
+
+
+def read_usage(path: Path) -> dict[str, str]:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return {}
