@@ -212,6 +212,13 @@ class QueueFull(RagError):
         self.headers = {"Retry-After": str(retry_after)}
 
 
+class BackupInvalid(RagError):
+    """A backup that is missing, corrupt, truncated or not one: refused before anything changes."""
+
+    code = "BACKUP_INVALID"
+    status = 422
+
+
 class NotReady(RagError):
     code = "NOT_READY"
     status = 503

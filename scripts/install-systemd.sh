@@ -7,9 +7,10 @@ usage() {
 Usage: scripts/install-systemd.sh [options]
 
 Renders the templates in systemd/ (rag-hub.service, rag-indexer.service, rag-integrity.service,
-rag-integrity.timer) and installs them. System mode (the default; run as root) also creates the
-rag-hub system user and group, the data dir, and an example /etc/rag-hub/rag-hub.env (only if
-it does not exist yet), then enables and starts rag-hub.service and rag-integrity.timer.
+rag-integrity.timer, rag-backup.service, rag-backup.timer) and installs them. System mode (the
+default; run as root) also creates the rag-hub system user and group, the data dir, and an
+example /etc/rag-hub/rag-hub.env (only if it does not exist yet), then enables and starts
+rag-hub.service, rag-integrity.timer and rag-backup.timer.
 Running it again changes nothing and says so.
 
 Options:
@@ -34,7 +35,8 @@ die() {
 }
 
 repo=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd -P)
-units=(rag-hub.service rag-indexer.service rag-integrity.service rag-integrity.timer)
+units=(rag-hub.service rag-indexer.service rag-integrity.service rag-integrity.timer
+	rag-backup.service rag-backup.timer)
 run_user=rag-hub
 run_group=rag-hub
 
@@ -195,6 +197,11 @@ if ! $units_only; then
 # Keys for the API and for its admin endpoints; unset means no authentication.
 #RAG_API_KEY=
 #RAG_ADMIN_API_KEY=
+# Backups (rag-backup.timer): where, how many, and the age rag-hub check reports as too old.
+#RAG_BACKUP_DIR=$data_dir/backups
+#RAG_BACKUP_KEEP_DAILY=7
+#RAG_BACKUP_KEEP_WEEKLY=4
+#RAG_BACKUP_MAX_AGE_H=36
 EOF
 		if $user_mode; then
 			put "$work/env" "$env_file" 0600
@@ -222,10 +229,10 @@ elif ! command -v systemctl >/dev/null ||
 	{ $user_mode && ! systemctl --user show-environment >/dev/null 2>&1; } ||
 	{ ! $user_mode && [[ ! -d /run/systemd/system ]]; }; then
 	echo "systemctl is not usable here (systemd is not running): skipping. Later, run:"
-	echo "  ${systemctl[*]} daemon-reload && ${systemctl[*]} enable --now rag-hub.service rag-integrity.timer"
+	echo "  ${systemctl[*]} daemon-reload && ${systemctl[*]} enable --now rag-hub.service rag-integrity.timer rag-backup.timer"
 else
 	((units_changed == 0)) || run "${systemctl[@]}" daemon-reload
-	for unit in rag-hub.service rag-integrity.timer; do
+	for unit in rag-hub.service rag-integrity.timer rag-backup.timer; do
 		if [[ $("${systemctl[@]}" is-enabled "$unit" 2>/dev/null) == enabled ]] &&
 			"${systemctl[@]}" is-active --quiet "$unit"; then
 			echo "unchanged: $unit is enabled and active"

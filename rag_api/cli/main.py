@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from rag_api.cli.backup import backup, restore
 from rag_api.cli.config_commands import config as config_group
 from rag_api.cli.eval import eval_command
 from rag_api.cli.index import index
@@ -59,6 +60,8 @@ for command in (
     config_group,
     check,
     migrate,
+    backup,
+    restore,
     eval_command,
 ):
     cli.add_command(command)

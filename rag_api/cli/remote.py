@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -87,6 +88,19 @@ class OpsClient:
     def drop_old(self, collection: str) -> dict[str, Any]:
         return self._post("/v1/ops/drop-old", {"collection": collection})
 
+    def backup(self, body: dict[str, Any]) -> dict[str, Any]:
+        """Start a backup in the server and wait for its job; its result, or its error."""
+        job = self._post("/v1/ops/backup", body)
+        while job["status"] not in ("done", "failed"):
+            time.sleep(0.5)
+            job = self._call("GET", f"/v1/ops/backup/jobs/{job['id']}")
+        if job["status"] == "failed":
+            raise RemoteError(job["error"]["code"], f"server: {job['error']['message']}")
+        return job["result"]
+
+    def restore(self, body: dict[str, Any]) -> dict[str, Any]:
+        return self._post("/v1/ops/restore", body)
+
     def collections(self) -> list[dict[str, Any]]:
         return self._call("GET", "/collections")["collections"]
 
@@ -106,7 +120,7 @@ class OpsClient:
             response = self._http.request(method, path, json=body)
         except httpx.HTTPError as exc:
             raise UpstreamUnavailable(self.where, str(exc)) from exc
-        if response.status_code != 200:
+        if response.status_code not in (200, 202):
             raise _error(response)
         return response.json()
 

@@ -14,6 +14,7 @@ from rag_api.ops.inspection import inspect_collection
 from rag_api.ops.last_check import LastCheck
 from rag_api.ops.readiness import disk_problem
 from rag_api.ops.repair import apply_repairs
+from rag_api.ops.retention import backup_age
 
 log = logging.getLogger("rag_api.ops.check")
 DEFAULT_SAMPLE = 16
@@ -33,7 +34,7 @@ def run_check(
     if low is not None:  # writes are refused: the store cannot keep up with its kb folders
         report.store_findings.append(Finding("", "disk", ERROR, low.message))
     try:
-        names = [hub.collection(name, enabled_only=False).name] if name else list(hub.collections)
+        names = [hub.collection(name, enabled_only=False).name] if name else hub.visible()
         for each in names:
             report.results.append(check_collection(hub, each, repair, sample, explicit=bool(name)))
     except RagError as exc:
@@ -71,5 +72,8 @@ def check_collection(
         result.findings.append(Finding(name, "eval", ERROR, dropped))
     if inspection.info is not None:
         result.physical, result.points = inspection.info.physical, inspection.info.points
+    result.last_backup, too_old = backup_age(hub.settings, name)
+    if too_old is not None:
+        result.findings.append(Finding(name, "backup", ERROR, too_old))
     log.info("%s: %d findings, %d repairs", name, len(result.findings), len(result.repairs))
     return result

@@ -43,6 +43,9 @@ class CollectionResult:
     skipped: str | None = None
     findings: list[Finding] = field(default_factory=list)
     repairs: list[Repair] = field(default_factory=list)
+    last_backup: dict[str, Any] | None = (
+        None  # the newest backup holding it (taken_at, age_h, path)
+    )
 
     @property
     def open_errors(self) -> list[Finding]:
@@ -63,6 +66,7 @@ class CollectionResult:
             "skipped": self.skipped,
             "problems": len(self.open_errors),
             "repaired": sum(1 for f in self.findings if f.repaired),
+            "last_backup": self.last_backup,
         }
 
 
@@ -121,6 +125,9 @@ def render_text(document: dict[str, Any]) -> str:
         where = f"{row['physical']}, {row['points']} chunks" if row["physical"] else "not in store"
         state = f"skipped ({row['skipped']})" if row["skipped"] else row["status"]
         lines.append(f"{row['name']} ({where}): {state}")
+        if row.get("last_backup"):
+            last = row["last_backup"]
+            lines.append(f"  last backup {last['age_h']:.1f} h ago: {last['path']}")
         for f in by_collection.get(row["name"], []):
             mark = " [repaired]" if f["repaired"] else ""
             lines.append(f"  {f['severity']:<7} {f['check']}: {f['detail']}{mark}")

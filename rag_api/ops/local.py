@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from rag_api.answering.query import QueryBody, run_query
 from rag_api.evaluation.request import EvalBody, run_eval
 from rag_api.hub import Hub
+from rag_api.ops.backup import take_backup
 from rag_api.ops.check import run_check
 from rag_api.ops.migrate import MigrateBody, drop_old, run_migration
 from rag_api.ops.progress import Bars
+from rag_api.ops.restore import restore_backup
 
 
 class LocalOps:
@@ -33,6 +36,15 @@ class LocalOps:
 
     def drop_old(self, collection: str) -> dict[str, Any]:
         return {"collection": collection, "dropped": drop_old(self.hub, collection)}
+
+    def backup(self, body: dict[str, Any]) -> dict[str, Any]:
+        to = body.get("to")
+        return take_backup(self.hub, body.get("collections"), Path(to) if to else None).as_dict()
+
+    def restore(self, body: dict[str, Any]) -> dict[str, Any]:
+        path, names = Path(body["backup"]), body.get("collections")
+        as_name, adopt = body.get("as"), bool(body.get("with_config"))
+        return restore_backup(self.hub, path, names, as_name, adopt).as_dict()
 
     def collections(self) -> list[dict[str, Any]]:
         return [self.hub.describe(name) for name in self.hub.collections]

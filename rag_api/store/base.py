@@ -159,6 +159,13 @@ class Store(ABC):
             return [], None
         return self._scroll(physical, PageSpec(selector, limit, offset, with_dense, fields))
 
+    def export(
+        self, physical: str, limit: int = 512, offset: str | None = None
+    ) -> tuple[list[PointData], str | None]:
+        """A page of whole points in id order (dense and BM25 vectors, payload: what a backup
+        copies) and the offset of the next page (None at the end)."""
+        return self._export(physical, limit, offset)
+
     def count(self, physical: str, selector: Selector = Selector()) -> int:
         """Exact number of selected points."""
         return 0 if selector.selects_nothing else self._count(physical, selector)
@@ -201,6 +208,12 @@ class Store(ABC):
     @abstractmethod
     def _scroll(self, physical: str, page: PageSpec) -> tuple[list[Record], str | None]:
         """The engine's scroll."""
+
+    @abstractmethod
+    def _export(
+        self, physical: str, limit: int, offset: str | None
+    ) -> tuple[list[PointData], str | None]:
+        """The engine's scroll with every vector and the payload (point_from)."""
 
     @abstractmethod
     def _count(self, physical: str, selector: Selector) -> int:
@@ -358,6 +371,15 @@ def record_from(point: Any, with_dense: bool) -> Record:
     """A Record from either engine's point object (same attribute names on both)."""
     dense = dense_of(point.vector) if with_dense else None
     return Record(id=str(point.id), payload=point.payload or {}, dense=dense)
+
+
+def point_from(point: Any, dense_name: str) -> PointData:
+    """A whole point (both vectors, payload) from either engine's record read with its vectors."""
+    vectors = point.vector if isinstance(point.vector, dict) else {dense_name: point.vector}
+    dense = vectors.get(dense_name) or dense_of(point.vector) or []
+    bm25 = vectors.get(SPARSE)
+    sparse = None if bm25 is None else SparseVec(list(bm25.indices), list(bm25.values))
+    return PointData(str(point.id), list(dense), point.payload or {}, sparse)
 
 
 def hit_from(point: Any, with_dense: bool) -> Hit:

@@ -25,6 +25,7 @@ from rag_api.store.base import (
     dense_of,
     engine_ids,
     hit_from,
+    point_from,
     point_vectors,
     record_from,
 )
@@ -192,6 +193,14 @@ class EdgeStore(Store):
         )
         records, next_offset = _call(self._shard(physical).scroll, request)
         return [record_from(r, page.with_dense) for r in records], str_id(next_offset)
+
+    def _export(
+        self, physical: str, limit: int, offset: str | None
+    ) -> tuple[list[PointData], str | None]:
+        request = qe.ScrollRequest(offset=offset, limit=limit, with_payload=True, with_vector=True)
+        records, next_offset = _call(self._shard(physical).scroll, request)
+        dense_name = self.physical_info(physical).dense_name
+        return [point_from(r, dense_name) for r in records], str_id(next_offset)
 
     def _count(self, physical: str, selector: Selector) -> int:
         request = qe.CountRequest(exact=True, filter=selector_filter(selector))

@@ -26,6 +26,7 @@ from rag_api.store.base import (
     hit_from,
     hnsw_ef,
     id_scores,
+    point_from,
     point_vectors,
     record_from,
 )
@@ -211,6 +212,21 @@ class RemoteStore(Store):
         return [record_from(r, page.with_dense) for r in records], (
             None if next_offset is None else str(next_offset)
         )
+
+    def _export(
+        self, physical: str, limit: int, offset: str | None
+    ) -> tuple[list[PointData], str | None]:
+        dense_name = self._vector_layout(physical)[1]
+        records, next_offset = self._call(
+            self._client.scroll,
+            physical,
+            limit=limit,
+            offset=offset,
+            with_payload=True,
+            with_vectors=True,
+        )
+        points = [point_from(r, dense_name) for r in records]
+        return points, None if next_offset is None else str(next_offset)
 
     def _count(self, physical: str, selector: Selector) -> int:
         result = self._call(

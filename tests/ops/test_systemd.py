@@ -13,7 +13,14 @@ import pytest
 from tests.conftest import REPO
 
 INSTALLER = REPO / "scripts" / "install-systemd.sh"
-UNITS = ("rag-hub.service", "rag-indexer.service", "rag-integrity.service", "rag-integrity.timer")
+UNITS = (
+    "rag-hub.service",
+    "rag-indexer.service",
+    "rag-integrity.service",
+    "rag-integrity.timer",
+    "rag-backup.service",
+    "rag-backup.timer",
+)
 PLACEHOLDER = re.compile(r"@[A-Z_]+@")
 
 needs_systemd_analyze = pytest.mark.skipif(
@@ -101,6 +108,8 @@ def check_rendered(unit_dir: Path, prefix: Path) -> dict[str, str]:
     # Exit 1 (problems found) must leave the unit failed.
     assert "\nSuccessExitStatus=" not in integrity
     assert "Unit=rag-integrity.service\n" in texts["rag-integrity.timer"]
+    assert f"ExecStart={prefix}/.venv/bin/rag-hub backup --json\n" in texts["rag-backup.service"]
+    assert "Unit=rag-backup.service\n" in texts["rag-backup.timer"]
     return texts
 
 

@@ -1,0 +1,205 @@
+"""`rag-hub backup`: a consistent copy of collections into one backup folder (rag_api.ops.backup_format).
+
+Consistent: each collection is read whole while its in-process writes are held (the gate a
+migration's swap takes, `Collection.writes_held`): a write in progress finishes first, the next
+waits, so the copy is a state the collection really had, each document in one version. Reads go
+on meanwhile. The points are read into memory (vectors as float32) under the hold and written to
+disk after it, so writes wait for the engine's scan only, never for the disk.
+
+Qdrant's own snapshots are not used: qdrant-edge can load a snapshot but not take one, and a
+server's snapshot restores only into a server; this format restores on both engines.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from rag_api.atomic import write_atomically
+from rag_api.errors import InsufficientStorage, RagError
+from rag_api.hub import Hub
+from rag_api.ops import backup_format as fmt
+from rag_api.points.collection import Collection
+from rag_api.store import PointData
+
+log = logging.getLogger("rag_api.ops.backup")
+PAGE = 512  # points read per engine call under the hold
+STAMP = "%Y%m%dT%H%M%SZ"
+PARTIAL = ".partial-"
+
+
+@dataclass
+class CollectionCopy:
+    """One collection as read under the hold."""
+
+    header: fmt.Header
+    pages: list[list[PointData]]
+
+
+@dataclass
+class BackupResult:
+    path: str
+    taken_at: str
+    collections: dict[str, dict[str, Any]] = field(default_factory=dict)
+    held_s: dict[str, float] = field(default_factory=dict)  # how long each held its writes
+    bytes: int = 0
+    seconds: float = 0.0
+    pruned: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def hub_version() -> str:
+    try:
+        return version("rag-hub")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def read_collection(collection: Collection, taken_at: str) -> tuple[CollectionCopy, float]:
+    """Every point of the collection in one state (its writes held meanwhile); how long they were."""
+    store = collection.store
+    with collection.writes_held():
+        held = time.monotonic()
+        info = collection.info(refresh=True)
+        pages: list[list[PointData]] = []
+        indexes: dict[str, str] = {}
+        if info is not None:
+            offset: str | None = None
+            while True:
+                page, offset = store.export(info.physical, PAGE, offset)
+                pages.append(page)
+                if offset is None:
+                    break
+            indexes = store.payload_indexes(info.physical)
+        cfg = collection.cfg
+        held = time.monotonic() - held
+    stored = collection.stored_embedder(info) if info is not None else None
+    header = fmt.Header(
+        collection=collection.name,
+        physical=info.physical if info else None,
+        dim=info.dim if info else cfg.embedder.dim,
+        points=sum(map(len, pages)),
+        embedder=stored or cfg.embedder.id,
+        config=cfg.model_dump(mode="json", exclude_defaults=True),
+        payload_indexes=indexes,
+        taken_at=taken_at,
+    )
+    return CollectionCopy(header, pages), held
+
+
+def take_backup(hub: Hub, names: list[str] | None = None, to: Path | None = None) -> BackupResult:
+    """Back up these collections (default: every configured one) into a new folder under `to`
+    (default RAG_BACKUP_DIR); retention prunes that folder's older backups when `to` is unset."""
+    started = time.monotonic()
+    chosen = (
+        [hub.collection(n, enabled_only=False).name for n in names]
+        if names
+        else list(hub.collections)
+    )
+    root = Path(to) if to is not None else hub.settings.backups_path
+    now = datetime.now(UTC)
+    taken_at = now.isoformat(timespec="seconds")
+    root.mkdir(parents=True, exist_ok=True)
+    final = _free_name(root, now.strftime(STAMP))
+    work = root / f"{PARTIAL}{final.name}"
+    result = BackupResult(str(final), taken_at)
+    manifest: dict[str, Any] = {
+        "kind": fmt.KIND, "format": fmt.FORMAT, "hub_version": hub_version(),
+        "taken_at": taken_at, "store": hub.store.location,
+        "engine": "embedded" if hub.store.embedded else "server",
+        "collections": {}, "extra": {},
+    }  # fmt: skip
+    try:
+        work.mkdir()
+        for name in chosen:
+            copy, held = read_collection(hub.collections[name], taken_at)
+            result.held_s[name] = round(held, 4)
+            entry = _write_collection(work, copy)
+            manifest["collections"][name] = entry
+            result.collections[name] = entry
+            log.info("%s: %d points backed up (writes held %.3f s)", name, entry["points"], held)
+        manifest["extra"] = _copy_extra(hub.settings.data_dir, work)
+        write_atomically(work / fmt.MANIFEST, _json(fmt.seal(manifest)))
+        _fsync_dir(work)
+        os.rename(work, final)
+        _fsync_dir(root)
+    except BaseException as exc:
+        shutil.rmtree(work, ignore_errors=True)  # never a partial backup left to be trusted
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise InsufficientStorage(
+                f"backup to {root} failed: the disk is full ({exc.strerror}); the partial backup "
+                "was removed, the store is untouched"
+            ) from exc
+        if isinstance(exc, OSError):
+            raise RagError(
+                f"backup to {root} failed: {exc}; the partial backup was removed"
+            ) from exc
+        raise
+    result.bytes = sum(e["bytes"] for e in manifest["collections"].values())
+    if to is None:
+        from rag_api.ops.retention import prune
+
+        keep = hub.settings
+        result.pruned = prune(root, keep.backup_keep_daily, keep.backup_keep_weekly)
+    result.seconds = round(time.monotonic() - started, 3)
+    return result
+
+
+def _write_collection(folder: Path, copy: CollectionCopy) -> dict[str, Any]:
+    rel = fmt.collection_file(copy.header.collection)
+    writer = fmt.CollectionWriter(folder / rel, copy.header)
+    try:
+        for page in copy.pages:
+            writer.write(page)
+        entry = writer.close()
+    except BaseException:
+        writer.abort()
+        raise
+    header = copy.header
+    return {"file": rel, **entry, "points": header.points, "physical": header.physical,
+            "embedder": header.embedder, "dim": header.dim}  # fmt: skip
+
+
+def _copy_extra(data_dir: Path, folder: Path) -> dict[str, dict[str, Any]]:
+    """The upload jobs (RAG_DATA_DIR/jobs), copied as they are."""
+    extra: dict[str, dict[str, Any]] = {}
+    jobs = data_dir / "jobs"
+    if jobs.is_dir():
+        for path in sorted(p for p in jobs.rglob("*") if p.is_file()):
+            rel = f"jobs/{path.relative_to(jobs).as_posix()}"
+            target = folder / fmt.EXTRA / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+            extra[rel] = fmt.file_entry(target)
+    return extra
+
+
+def _free_name(root: Path, stamp: str) -> Path:
+    path, n = root / stamp, 1
+    while path.exists() or (root / f"{PARTIAL}{path.name}").exists():
+        path, n = root / f"{stamp}-{n}", n + 1
+    return path
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _json(document: dict[str, Any]) -> str:
+    import json
+
+    return json.dumps(document, indent=2, ensure_ascii=False, sort_keys=True) + "\n"

@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Backup and restore speed, and what a backup costs the voice pipeline's reads, in one run.
+
+Fills a collection with --chunks chunks (hash embedder, 384d, hybrid: what a real collection
+stores per point), then measures:
+  - baseline: a plain copy of the collection's shard folder (MB/s of the disk, the floor), and
+    the p95 of /v1/rag/context over HTTP with --callers callers for --seconds, no backup;
+  - backup: seconds, MB/s (of the backup written) and how long writes were held;
+  - restore: seconds and MB/s (restored --as a second name, the live one untouched);
+  - the p95 of /v1/rag/context with backups running back to back meanwhile, as a ratio to the
+    baseline (target <= 1.2x).
+Usage: PYTHONPATH=. python scripts/bench_backup.py [--chunks 20000] [--callers 2] [--seconds 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import uvicorn
+import yaml
+
+from rag_api.http.app import create_app
+from rag_api.hub import Hub
+from rag_api.indexing.chunking import Chunk
+from rag_api.indexing.ingest import DocumentWrite, write_documents
+from rag_api.ops.restore import restore_backup
+from rag_api.settings import Settings
+from rag_api.store import Selector
+
+WORDS = ("invoice refund printer warranty router backup license tablet cloud otter heron lynx "
+         "badger falcon marten ibex gecko Lisbon Oslo Quito Hanoi Tunis Perth Lima Riga").split()  # fmt: skip
+MB = 1024 * 1024
+
+
+def text(n: int) -> str:
+    words = [WORDS[(n * 7 + i * 3) % len(WORDS)] for i in range(60)]
+    return f"Record {n}: " + " ".join(words) + "."
+
+
+def fill(hub: Hub, chunks: int) -> None:
+    collection = hub.collection("b")
+    writes = []
+    for s in range(0, chunks, 10):
+        source = f"api/{s}"
+        part = [Chunk(text(s + i), source, i) for i in range(10)]
+        writes.append(
+            DocumentWrite(collection, Selector(sources=(source,)), part, {"origin": "api"})
+        )
+        if len(writes) == 50:
+            write_documents(collection, writes)
+            writes = []
+    write_documents(collection, writes)
+    collection.optimize()
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[int(0.95 * (len(ordered) - 1))] * 1000 if ordered else float("nan")
+
+
+def reads(url: str, callers: int, seconds: float) -> list[float]:
+    """`callers` threads asking /v1/rag/context back to back for `seconds`; each call's seconds."""
+    times: list[float] = []
+    lock, stop = threading.Lock(), threading.Event()
+
+    def caller(k: int) -> None:
+        mine = []
+        with httpx.Client(base_url=url, timeout=60) as http:
+            n = k
+            while not stop.is_set():
+                started = time.perf_counter()
+                body = {"query": f"{WORDS[n % len(WORDS)]} {WORDS[(n * 5) % len(WORDS)]}"}
+                http.post("/v1/rag/context", json=body).raise_for_status()
+                mine.append(time.perf_counter() - started)
+                n += callers
+        with lock:
+            times.extend(mine)
+
+    threads = [threading.Thread(target=caller, args=(k,)) for k in range(callers)]
+    for thread in threads:
+        thread.start()
+    time.sleep(seconds)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=20_000)
+    parser.add_argument("--callers", type=int, default=2)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--port", type=int, default=8766)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        config = Path(tmp, "collections.yaml")
+        entry = {"embedder": {"provider": "hash", "model": "bench", "dim": 384},
+                 "llm": {"provider": "extractive"}}  # fmt: skip
+        config.write_text(yaml.safe_dump({"default_collection": "b", "collections": {"b": entry}}))
+        settings = Settings(config=config, data_dir=Path(tmp, "data"), host="127.0.0.1",
+                            port=args.port, ollama_url="http://127.0.0.1:9")  # fmt: skip
+        hub = Hub.open(settings)
+        started = time.perf_counter()
+        fill(hub, args.chunks)
+        print(f"filled {args.chunks} chunks in {time.perf_counter() - started:.1f} s")
+
+        shard = settings.qdrant_path / hub.store.resolve("b")
+        started = time.perf_counter()
+        shutil.copytree(shard, Path(tmp, "plain-copy"))
+        copy_s = time.perf_counter() - started
+        copied = sum(
+            p.stat().st_blocks * 512 for p in Path(tmp, "plain-copy").rglob("*") if p.is_file()
+        )
+
+        app = create_app(settings, hub=hub)
+        server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=args.port, log_level="warning")
+        )
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        while not server.started:
+            time.sleep(0.05)
+        url = f"http://127.0.0.1:{args.port}"
+        reads(url, args.callers, 2.0)  # warm up
+        baseline = reads(url, args.callers, args.seconds)
+
+        backups: list[dict] = []
+        stop = threading.Event()
+
+        def backing_up() -> None:  # as the nightly timer asks the server: POST /v1/ops/backup
+            with httpx.Client(base_url=url, timeout=600) as http:
+                while not stop.is_set():
+                    body = {"collections": ["b"], "to": str(Path(tmp, "backups"))}
+                    job = http.post("/v1/ops/backup", json=body).raise_for_status().json()
+                    while job["status"] not in ("done", "failed"):
+                        time.sleep(0.05)
+                        job = http.get(f"/v1/ops/backup/jobs/{job['id']}").json()
+                    assert job["status"] == "done", job
+                    backups.append(job["result"])
+
+        worker = threading.Thread(target=backing_up)
+        worker.start()
+        during = reads(url, args.callers, args.seconds)
+        stop.set()
+        worker.join()
+
+        last = backups[-1]
+        size = last["bytes"]
+        started = time.perf_counter()
+        restore_backup(hub, Path(last["path"]), as_name="b_restored")
+        restore_s = time.perf_counter() - started
+        server.should_exit = True
+        thread.join(timeout=30)
+        hub.close()
+
+    backup_s = sorted(b["seconds"] for b in backups)[len(backups) // 2]
+    held_s = max(b["held_s"]["b"] for b in backups)
+    print(f"{'':<36}{'seconds':>10}{'MB':>9}{'MB/s':>9}")
+    print(
+        f"{'baseline: copy of the shard folder':<36}{copy_s:>10.2f}{copied / MB:>9.1f}{copied / MB / copy_s:>9.1f}"
+    )
+    print(
+        f"{'backup (median of ' + str(len(backups)) + ')':<36}{backup_s:>10.2f}{size / MB:>9.1f}{size / MB / backup_s:>9.1f}"
+    )
+    print(
+        f"{'restore (--as, beside the live one)':<36}{restore_s:>10.2f}{size / MB:>9.1f}{size / MB / restore_s:>9.1f}"
+    )
+    print(f"writes held per backup: at most {held_s:.3f} s")
+    base, busy = p95(baseline), p95(during)
+    print(f"/v1/rag/context p95: {base:.1f} ms without a backup ({len(baseline)} calls), "
+          f"{busy:.1f} ms during backups ({len(during)} calls): {busy / base:.2f}x (target <= 1.2x)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

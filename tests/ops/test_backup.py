@@ -1,0 +1,216 @@
+"""Backups on both engines: a collection (kb files, API chunks, dynamic notes with metadata, several
+versions of a document) backed up, destroyed and restored is the same collection: every point,
+vector, payload and version, and the same ranking; a corrupt or truncated backup is refused with
+nothing changed."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rag_api.errors import BackupInvalid, EmbedderMismatch, InsufficientStorage
+from rag_api.hub import Hub
+from rag_api.ops import backup_format as fmt
+from rag_api.ops.backup import take_backup
+from rag_api.ops.restore import restore_backup
+from rag_api.store import Selector
+from tests.conftest import hash_collection, write_config
+from tests.support.backup_world import populate, rankings, state
+from tests.support.writes import replace_source
+
+
+@pytest.fixture
+def world(tmp_path, make_settings, engine):
+    kb = tmp_path / "kb"
+    config = write_config(tmp_path / "collections.yaml", {"docs": hash_collection(kb, dim=96)})
+    settings = make_settings(config, engine)
+    return settings, kb
+
+
+def opened(settings) -> Hub:
+    return Hub.open(settings)
+
+
+def test_round_trip_after_the_data_folder_is_gone(world, tmp_path: Path) -> None:
+    settings, kb = world
+    hub = opened(settings)
+    try:
+        populate(hub.collection("docs"), kb)
+        before, ranked = state(hub, "docs"), rankings(hub)
+        gens = {p["gen"] for _, _, p in before.values() if p.get("source") == "api/hours"}
+        assert len(gens) == 1 and len(before) > 20  # the third version of api/hours, whole
+        assert any(p.get("metadata", {}).get("customer") == "acme" for _, _, p in before.values())
+        result = take_backup(hub, to=tmp_path / "backups")
+    finally:
+        hub.close()
+    assert result.collections["docs"]["points"] == len(before)
+    shutil.rmtree(
+        settings.data_dir, ignore_errors=True
+    )  # the disk is lost (memory: the store went with the process)
+
+    hub = opened(settings)
+    try:
+        assert hub.store.resolve("docs") is None
+        restored = restore_backup(hub, Path(result.path))
+        assert [(r.collection, r.live, r.points) for r in restored.restored] == [
+            ("docs", "docs__v1", len(before))
+        ]
+        after = state(hub, "docs")
+        assert after.keys() == before.keys()
+        for pid, (dense, sparse, payload) in before.items():
+            assert after[pid][0] == pytest.approx(dense, abs=1e-7)
+            assert after[pid][1] == sparse
+            assert after[pid][2] == payload  # text, metadata, seq, gen, hashes: all of it
+        assert rankings(hub) == ranked
+        # the chunk sequence goes on from the restored numbers
+        replace_source(hub.collection("docs"), "api/new", [], {"origin": "api"})
+        seqs = [p["seq"] for _, _, p in before.values()]
+        assert hub.collection("docs").allocate(1) == [max(seqs) + 1]
+    finally:
+        hub.close()
+
+
+def test_restore_swaps_the_alias_and_as_restores_beside(world, tmp_path: Path) -> None:
+    settings, kb = world
+    hub = opened(settings)
+    try:
+        collection = hub.collection("docs")
+        populate(collection, kb)
+        before, ranked = state(hub, "docs"), rankings(hub)
+        backup = Path(take_backup(hub, to=tmp_path / "b").path)
+        collection.delete(Selector(source_prefix="api/"))  # a mistaken prefix removal
+        assert len(state(hub, "docs")) < len(before)
+
+        restored = restore_backup(hub, backup).restored[0]
+        assert (restored.previous, restored.live) == ("docs__v1", "docs__v2")
+        assert (
+            hub.store.resolve("docs") == "docs__v2"
+            and "docs__v1" in hub.store.physical_collections()
+        )
+        assert state(hub, "docs").keys() == before.keys()
+        assert rankings(hub) == ranked
+
+        beside = restore_backup(hub, backup, as_name="docs_then")
+        assert beside.restored[0].live == "docs_then__v1"
+        assert "not in collections.yaml" in beside.notes[0]
+        assert hub.store.resolve("docs") == "docs__v2"  # the live one untouched
+        assert state(hub, "docs_then").keys() == before.keys()
+    finally:
+        hub.close()
+
+
+def test_corrupt_and_truncated_backups_are_refused_with_nothing_changed(
+    world, tmp_path: Path
+) -> None:
+    settings, kb = world
+    hub = opened(settings)
+    try:
+        populate(hub.collection("docs"), kb)
+        good = Path(take_backup(hub, to=tmp_path / "b").path)
+        before = state(hub, "docs")
+        physicals = hub.store.physical_collections()
+
+        flipped = _copy(good, tmp_path / "flipped")
+        data = flipped / fmt.collection_file("docs")
+        raw = bytearray(data.read_bytes())
+        raw[len(raw) // 2] ^= 0x01
+        data.write_bytes(bytes(raw))
+        truncated = _copy(good, tmp_path / "truncated")
+        data = truncated / fmt.collection_file("docs")
+        data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
+        manifest = _copy(good, tmp_path / "manifest")
+        text = (manifest / fmt.MANIFEST).read_text()
+        (manifest / fmt.MANIFEST).write_text(text.replace('"points": ', '"points": 1', 1))
+
+        for bad, says in [
+            (flipped, "checksum mismatch"),
+            (truncated, "truncated"),
+            (manifest, "manifest does not match its checksum"),
+            (tmp_path / "nowhere", "no such backup"),
+        ]:
+            with pytest.raises(BackupInvalid, match=says):
+                restore_backup(hub, bad)
+            assert hub.store.physical_collections() == physicals
+            assert hub.store.resolve("docs") == "docs__v1"
+            assert state(hub, "docs") == before
+    finally:
+        hub.close()
+
+
+def test_truncated_even_with_a_matching_manifest_is_refused(world, tmp_path: Path) -> None:
+    """A collection file cut short whose manifest was rewritten to match (a copy tool that
+    re-hashed what it got) still fails: the gzip stream and the point count are checked."""
+    settings, kb = world
+    hub = opened(settings)
+    try:
+        populate(hub.collection("docs"), kb)
+        folder = Path(take_backup(hub, to=tmp_path / "b").path)
+        data = folder / fmt.collection_file("docs")
+        lines = gzip.decompress(data.read_bytes()).splitlines(keepends=True)
+        data.write_bytes(gzip.compress(b"".join(lines[:-3])))
+        manifest = json.loads((folder / fmt.MANIFEST).read_text())
+        manifest["collections"]["docs"].update(fmt.file_entry(data))
+        (folder / fmt.MANIFEST).write_text(json.dumps(fmt.seal(manifest)))
+        with pytest.raises(BackupInvalid, match="points, header says"):
+            restore_backup(hub, folder)
+        assert hub.store.physical_collections() == ["docs__v1"]
+    finally:
+        hub.close()
+
+
+def test_another_embedder_is_refused_unless_adopted(world, tmp_path: Path) -> None:
+    settings, kb = world
+    hub = opened(settings)
+    try:
+        populate(hub.collection("docs"), kb)
+        folder = Path(take_backup(hub, to=tmp_path / "b").path)
+    finally:
+        hub.close()
+    other = hash_collection(kb, dim=64, embedder={"provider": "hash", "model": "other", "dim": 64})
+    write_config(settings.config, {"docs": other})
+    shutil.rmtree(settings.data_dir, ignore_errors=True)
+    hub = opened(settings)
+    try:
+        with pytest.raises(EmbedderMismatch, match="--with-config"):
+            restore_backup(hub, folder)
+        assert hub.store.physical_collections() == []
+        restored = restore_backup(hub, folder, adopt_config=True).restored[0]
+        assert restored.config_adopted
+        assert hub.collection("docs").cfg.embedder.dim == 96
+        assert rankings(hub)[0]
+    finally:
+        hub.close()
+
+
+def test_a_full_disk_removes_the_partial_backup(world, tmp_path: Path, monkeypatch) -> None:
+    settings, kb = world
+    hub = opened(settings)
+    try:
+        populate(hub.collection("docs"), kb)
+        before = state(hub, "docs")
+        calls = {"n": 0}
+        real = fmt.CollectionWriter.write
+
+        def full(self, points):  # the disk fills after the first page
+            calls["n"] += 1
+            if calls["n"] > 1:
+                raise OSError(28, "No space left on device")
+            return real(self, points)
+
+        monkeypatch.setattr("rag_api.ops.backup.PAGE", 8)
+        monkeypatch.setattr(fmt.CollectionWriter, "write", full)
+        with pytest.raises(InsufficientStorage, match="partial backup was removed"):
+            take_backup(hub, to=tmp_path / "b")
+        assert list((tmp_path / "b").iterdir()) == []
+        assert state(hub, "docs") == before
+    finally:
+        hub.close()
+
+
+def _copy(folder: Path, to: Path) -> Path:
+    shutil.copytree(folder, to)
+    return to

@@ -1,0 +1,121 @@
+"""A backup taken while writes go on is a state the collection really had: a 300-chunk document
+rewritten in a loop is backed up (and restored) in one version, never a mix; a restore killed
+half-way leaves the live collection as it was."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from rag_api.hub import Hub
+from rag_api.indexing.chunking import Chunk
+from rag_api.ops import backup_format as fmt
+from rag_api.ops.backup import take_backup
+from rag_api.ops.restore import restore_backup
+from tests.conftest import REPO, cli_env, hash_collection, wait_for, write_config
+from tests.support.backup_world import populate, state
+from tests.support.writes import replace_source
+
+SOURCE = "api/big"
+API = {"origin": "api", "persist": True}
+ROUNDS_S = 8.0  # the test's bound in time
+
+
+def version(v: int, n: int = 300) -> list[Chunk]:
+    return [Chunk(f"Version {v}: paragraph {i} on otters and herons.", SOURCE, i) for i in range(n)]
+
+
+def versions_in(points: list) -> set[tuple[str, int]]:
+    """(version tag, generation) of each chunk of the big document."""
+    return {(p.payload["text"].split(":")[0], p.payload["gen"]) for p in points}
+
+
+@pytest.fixture
+def settings(tmp_path, make_settings, engine):
+    config = write_config(tmp_path / "collections.yaml", {"docs": hash_collection(dim=32)})
+    return make_settings(config, engine)
+
+
+def test_backups_beside_a_writer_hold_one_whole_version(settings, tmp_path: Path) -> None:
+    hub = Hub.open(settings)
+    try:
+        collection = hub.collection("docs")
+        replace_source(collection, SOURCE, version(0), API)
+        stop, written = threading.Event(), [0]
+
+        def writer() -> None:
+            v = 1
+            while not stop.is_set():
+                replace_source(collection, SOURCE, version(v), API)
+                written[0], v = v, v + 1
+
+        thread = threading.Thread(target=writer, daemon=True)
+        thread.start()
+        seen, deadline, folders = set(), time.monotonic() + ROUNDS_S, []
+        try:
+            while time.monotonic() < deadline and len(folders) < 12:
+                folder = Path(take_backup(hub, to=tmp_path / "b").path)
+                entry = fmt.read_manifest(folder)["collections"]["docs"]
+                header = fmt.read_header(folder, "docs", entry)
+                points = [
+                    p for p in fmt.points_of(folder, entry, header) if p.payload["source"] == SOURCE
+                ]
+                assert len(points) == 300
+                tags = versions_in(points)
+                assert len(tags) == 1, f"a mix of versions: {sorted(tags)[:4]}"
+                seen |= tags
+                folders.append(folder)
+        finally:
+            stop.set()
+            thread.join(timeout=30)
+        assert written[0] >= 2 and len(seen) >= 2  # the writer really ran between backups
+        restored = restore_backup(hub, folders[-1]).restored[0]
+        after = [
+            p for p in hub.store.export(restored.live, 1000)[0] if p.payload["source"] == SOURCE
+        ]
+        assert len(after) == 300 and len(versions_in(after)) == 1
+    finally:
+        hub.close()
+
+
+@pytest.mark.parametrize("engine", ["edge"])
+def test_a_restore_killed_half_way_leaves_the_live_collection(settings, tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    hub = Hub.open(settings)
+    try:
+        collection = hub.collection("docs")
+        populate(collection, kb)
+        replace_source(collection, SOURCE, version(0, 6000), API)
+        folder = take_backup(hub, to=tmp_path / "b").path
+        before = state(hub, "docs")
+    finally:
+        hub.close()
+    env = cli_env({"RAG_CONFIG": str(settings.config), "RAG_DATA_DIR": str(settings.data_dir),
+                   "RAG_QDRANT_URL": ""})  # fmt: skip
+    child = subprocess.Popen(
+        [sys.executable, "-m", "rag_api", "restore", folder, "--yes"],
+        cwd=REPO, env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_for(lambda: (settings.qdrant_path / "docs__v2" / "edge_config.json").is_file() or child.poll() is not None,
+                 timeout=60, interval=0.005)  # fmt: skip
+        assert child.poll() is None, "the restore ended before it could be killed"
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.wait(timeout=30)
+    hub = Hub.open(settings)
+    try:
+        assert hub.store.resolve("docs") == "docs__v1"
+        assert state(hub, "docs") == before
+        again = restore_backup(hub, Path(folder)).restored[0]
+        assert again.live == "docs__v3" and again.points == len(before)
+    finally:
+        hub.close()
