@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from rag_api.config import LLMConfig, LLMTimeouts
 from rag_api.errors import LLMUnavailable
 from rag_api.llm.breaker import CircuitBreaker
-from rag_api.llm.prompts import Cited, pack
 from rag_api.providers import LLMS
 from rag_api.redact import redact
 from rag_api.settings import Settings
-from rag_api.store import SparseEncoder
 
 Messages = list[dict[str, str]]
 
@@ -283,52 +280,6 @@ def _partial_suffix(text: str, tag: str) -> int:
         if text.endswith(tag[:size]):
             return size
     return 0
-
-
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_MARKUP = re.compile(r"^\s*(#{1,6}\s+|[-*+]\s+|\d+[.)]\s+)")
-_HEADING = re.compile(r"^#{1,6}\s")
-_SOFT_BREAK = re.compile(r"(?<=\S)\n(?!\s*(?:#{1,6}\s|[-*+]\s|\d+[.)]\s|\n|\|))")
-
-
-def extractive_answer(
-    question: str,
-    passages: Sequence[Cited],
-    language: str,
-    encoder: SparseEncoder,
-    fallback: bool = False,
-    max_passages: int = 3,
-) -> str:
-    """An answer made of the retrieved passages' most relevant sentences, each cited [n]."""
-    wanted = encoder.terms(question)
-    lines = []
-    first_overlap = 0
-    for n, passage in enumerate(passages[:max_passages], 1):
-        text = _SOFT_BREAK.sub(" ", passage.text)  # a wrapped line continues its sentence
-        parts = [s.strip() for s in _SENTENCE.split(text)]
-        headings = {i for i, s in enumerate(p for p in parts if len(p) > 1) if _HEADING.match(s)}
-        sentences = [_MARKUP.sub("", s).strip() for s in parts if len(s) > 1]
-        if not sentences:
-            continue
-        overlap = [len(encoder.terms(s) & wanted) for s in sentences]
-        best = min(range(len(sentences)), key=lambda i: (-overlap[i], i))
-        if n == 1:
-            first_overlap = overlap[best]
-        elif overlap[best] == 0 or overlap[best] * 2 < first_overlap:
-            continue  # a weaker passage sharing little with the question adds noise
-        # a heading names the answer and a question asks for it: what follows is the answer
-        text = "" if best in headings else sentences[best]
-        follow = best + 1
-        if best in headings or text.endswith("?"):
-            while len(text) < 80 and follow < len(sentences) and follow not in headings:
-                text = f"{text} {sentences[follow]}".strip()
-                follow += 1
-        if not text:
-            continue
-        lines.append(f"- {text} [{n}]")
-    language_pack = pack(language)
-    header = language_pack.extractive_fallback if fallback else language_pack.extractive
-    return header + "\n" + "\n".join(lines)
 
 
 def pieces(text: str, size: int = 24) -> Iterator[str]:

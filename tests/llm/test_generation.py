@@ -8,7 +8,8 @@ import pytest
 
 from rag_api.answering.answer import answer, select_context
 from rag_api.hub import Hub
-from rag_api.llm.generators import ThinkFilter, extractive_answer, pieces
+from rag_api.llm.extractive import extractive_answer
+from rag_api.llm.generators import ThinkFilter, pieces
 from rag_api.points.collection import Collection
 from rag_api.search.passage import Passage
 from rag_api.store import sparse_encoder

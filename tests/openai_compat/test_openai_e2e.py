@@ -43,6 +43,7 @@ def client(tmp_path_factory, ollama):
     root = tmp_path_factory.mktemp("openai_e2e")
     shipped = yaml.safe_load((REPO / "collections.yaml").read_text())
     docs = {**shipped["collections"]["docs"], "kb": str(REPO / "kb" / "docs")}
+    docs["llm"] = {"provider": "ollama", "model": "llama3.2"}  # the README's three lines
     config = write_config(root / "collections.yaml", {"docs": docs})
     # the tests switch the LLM off and on at will: no circuit breaking in between
     settings = Settings(

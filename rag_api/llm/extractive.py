@@ -1,0 +1,202 @@
+"""The extractive answer (no LLM): the one or two sentences of the top passages that answer the
+question, quoted in the passages' order, each cited [n].
+
+Each sentence of the first `MAX_PASSAGES` passages is scored by
+- its overlap with the question's content words: stemmed terms (the collection's BM25 analyser),
+  each weighed by how rare it is among these sentences, and word prefixes (a stem the analyser
+  splits, "Europe" / "European", "Frankfurt" / "Francoforte" aside);
+- its cosine to the question with the collection's embedding model, when `similarity` is given
+  (all candidates in one batch), spread over the candidates' range;
+- what the question asks for: a number, a date, a name ("how many", "cuándo", "chi") counts in a
+  sentence that has one the question does not;
+- where it is: its passage's rank, then its place in the passage.
+A heading is never quoted (it names the topic); a FAQ question is quoted with its answer.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from rag_api.llm.prompts import Cited, pack
+from rag_api.llm.sentences import split_sentences
+from rag_api.store import SparseEncoder
+
+# the cosines of texts to the question, by the collection's embedding model
+Similarity = Callable[[list[str]], Sequence[float]]
+
+MAX_PASSAGES = 3  # passages whose sentences are candidates
+MAX_CANDIDATES = 40  # sentences scored (and embedded) at most, the best passages' first
+SECOND_WITHIN = 0.12  # a second sentence is quoted when it scores this close to the best
+SECOND_MAX_CHARS = 360  # ... and both fit in this many characters
+
+_WORD = re.compile(r"\w+")
+_NUMBER = re.compile(r"\d")
+_YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
+# what a question asks for, by its first words (lower case, accents kept)
+_ASKS = {
+    "number": re.compile(
+        r"\b(how (many|much|long|often|old|far|soon|big|large|fast)|what (percentage|share|number)"
+        r"|cu[aá]nt[oa]s?|qu[eé] (porcentaje|n[uú]mero|cantidad)|quant[oiae]|che percentuale)\b"
+    ),
+    "date": re.compile(
+        r"\b(when|what year|which year|cu[aá]ndo|qu[eé] a[nñ]o|quando|che anno|quale anno)\b"
+    ),
+    "name": re.compile(
+        r"\b(who|whom|whose|which|where|qui[eé]n(es)?|cu[aá]l(es)?|d[oó]nde|chi|quale|quali|dove)\b"
+    ),
+}
+_NUMBER_WORDS = set(
+    "one two three four five six seven eight nine ten eleven twelve twenty thirty forty fifty "
+    "hundred thousand million billion dozen half "
+    "uno una dos tres cuatro cinco seis siete ocho nueve diez once doce veinte treinta cuarenta "
+    "cincuenta cien ciento mil millón millones "
+    "due tre quattro cinque sei sette otto nove dieci undici dodici venti trenta quaranta "
+    "cinquanta cento mille milione milioni".split()
+)
+_MONTHS = set(
+    "january february march april may june july august september october november december "
+    "enero febrero marzo abril mayo junio julio agosto septiembre octubre noviembre diciembre "
+    "gennaio febbraio aprile maggio giugno luglio settembre ottobre dicembre".split()
+)
+
+
+@dataclass
+class Candidate:
+    n: int  # the passage's number, from 1 (its citation)
+    position: int  # the sentence's place in the passage
+    text: str  # what is quoted: the sentence (a FAQ question with its answer)
+    score: float = 0.0
+
+
+def extractive_answer(
+    question: str,
+    passages: Sequence[Cited],
+    language: str,
+    encoder: SparseEncoder,
+    *,
+    similarity: Similarity | None = None,
+    fallback: bool = False,
+) -> str:
+    """The answer without an LLM: the best sentences, each cited [n], under a header that says a
+    configured LLM failed only when `fallback`."""
+    chosen = select(question, passages, encoder, similarity)
+    language_pack = pack(language)
+    header = language_pack.extractive_fallback if fallback else language_pack.extractive
+    return header + "\n" + "\n".join(f"- {c.text} [{c.n}]" for c in chosen)
+
+
+def select(
+    question: str,
+    passages: Sequence[Cited],
+    encoder: SparseEncoder,
+    similarity: Similarity | None = None,
+) -> list[Candidate]:
+    """The best sentence and, when it scores close and both stay short, the next best; in the
+    passages' order."""
+    candidates = candidates_of(passages[:MAX_PASSAGES])
+    if not candidates:
+        return []
+    score(question, candidates, encoder, similarity)
+    ranked = sorted(candidates, key=lambda c: (-c.score, c.n, c.position))
+    chosen = [ranked[0]]
+    for other in ranked[1:2]:
+        close = other.score >= ranked[0].score - SECOND_WITHIN
+        if close and len(ranked[0].text) + len(other.text) <= SECOND_MAX_CHARS:
+            if other.text not in ranked[0].text and ranked[0].text not in other.text:
+                chosen.append(other)
+    return sorted(chosen, key=lambda c: (c.n, c.position))
+
+
+def candidates_of(passages: Sequence[Cited]) -> list[Candidate]:
+    """The quotable sentences of `passages`: no headings; a question with what answers it."""
+    out: list[Candidate] = []
+    for n, passage in enumerate(passages, 1):
+        sentences = split_sentences(passage.text)
+        for i, sentence in enumerate(sentences):
+            if sentence.heading:
+                continue
+            text = sentence.text
+            if text.endswith("?"):  # a FAQ's question: quoted with what answers it
+                for following in sentences[i + 1 :]:
+                    if following.heading or len(text) >= 80:
+                        break
+                    text = f"{text} {following.text}"
+            out.append(Candidate(n, sentence.position, text))
+    return out[:MAX_CANDIDATES]
+
+
+def score(
+    question: str,
+    candidates: list[Candidate],
+    encoder: SparseEncoder,
+    similarity: Similarity | None,
+) -> None:
+    wanted = _features(question, encoder)
+    found = [_features(c.text, encoder) & wanted for c in candidates]
+    df = Counter(f for features in found for f in features)
+    weight = {f: _idf(len(candidates), df[f]) for f in wanted}
+    total = sum(weight.values()) or 1.0
+    asked_words = {w.lower() for w in _WORD.findall(question)}
+    asks = {kind for kind, cue in _ASKS.items() if cue.search(question.lower())}
+    cosines = _spread(_cosines(similarity, [c.text for c in candidates]))
+    for i, candidate in enumerate(candidates):
+        value = 0.8 * sum(weight[f] for f in found[i]) / total
+        if cosines is not None:
+            value = 0.7 * value + 0.4 * cosines[i]
+        value += 0.12 * len(asks & _holds(candidate.text, asked_words))
+        value -= 0.05 * (candidate.n - 1) + 0.005 * min(candidate.position, 10)
+        candidate.score = value
+
+
+def _idf(n: int, df: int) -> float:
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+def _fold(word: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", word.lower())
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def _features(text: str, encoder: SparseEncoder) -> set[int | str]:
+    """What a sentence and the question can share: the analyser's stemmed terms, and the first
+    five letters of each word of four or more (a stem the analyser splits)."""
+    prefixes = {_fold(w)[:5] for w in _WORD.findall(text) if len(w) >= 4 and not w.isdigit()}
+    return encoder.terms(text) | prefixes
+
+
+def _holds(text: str, asked_words: set[str]) -> set[str]:
+    """What kinds of answer `text` holds that the question does not: number, date, name."""
+    kinds: set[str] = set()
+    words = _WORD.findall(text)
+    new = [w for w in words if w.lower() not in asked_words]
+    if any(_NUMBER.search(w) or w.lower() in _NUMBER_WORDS for w in new):
+        kinds.add("number")
+    if any(_YEAR.fullmatch(w) or w.lower() in _MONTHS for w in new):
+        kinds.add("date")
+    if any(w[0].isupper() for w in new if w != words[0]):  # a sentence's first word: capitalised
+        kinds.add("name")
+    return kinds
+
+
+def _cosines(similarity: Similarity | None, texts: list[str]) -> list[float] | None:
+    if similarity is None:
+        return None
+    try:
+        return [float(c) for c in similarity(texts)]
+    except Exception:  # an embedder that fails now: the answer stands on the words alone
+        return None
+
+
+def _spread(values: list[float] | None) -> list[float] | None:
+    """Cosines mapped onto 0..1 between the candidates' lowest and highest (e5's are compressed)."""
+    if not values:
+        return values
+    low, high = min(values), max(values)
+    if high - low < 1e-6:
+        return [0.0] * len(values)
+    return [(v - low) / (high - low) for v in values]

@@ -1,0 +1,196 @@
+"""The extractive answer's sentence selection on real sentences (the kb's own, Spanish, Italian),
+its markdown and HTML stripping, and the header it answers under."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from rag_api.llm.extractive import extractive_answer, select
+from rag_api.llm.sentences import plain, split_sentences
+from rag_api.search.passage import Passage
+from rag_api.store import sparse_encoder
+from tests.conftest import REPO
+
+FAQ = (REPO / "kb" / "docs" / "product-faq.md").read_text(encoding="utf-8")
+
+
+def section(text: str, heading: str) -> Passage:
+    """The kb file's section under `heading`, as a passage (what a chunk of it holds)."""
+    start = text.index(heading)
+    end = text.find("\n## ", start + len(heading))
+    return Passage(heading, "product-faq.md", 0, 0.9, text[start : end if end > 0 else None], {})
+
+
+def quoted(answer: str) -> list[str]:
+    """The answer's quoted lines, without their citations."""
+    return [re.sub(r"\s*\[\d+\]$", "", line[2:]) for line in answer.splitlines()[1:]]
+
+
+@pytest.mark.parametrize(
+    ("question", "heading", "fact", "not_alone"),
+    [
+        (
+            "How many API calls per minute is a Plus workspace allowed?",
+            "## What are the API rate limits?",
+            "Plus: 120 requests per minute",
+            "Limits are counted per workspace",
+        ),
+        (
+            "Can we keep our workspace data in Europe?",
+            "## Where is my data stored? Can we keep it in the EU?",
+            "Frankfurt",
+            None,
+        ),
+        (
+            "Does it support SAML?",
+            "## Do you support SSO and SAML?",
+            "SAML 2.0 single sign-on is available on the Business and Enterprise plans only",
+            "Every plan supports sign-in with email",
+        ),
+    ],
+)
+def test_the_quoted_sentence_holds_the_fact(question, heading, fact, not_alone) -> None:
+    passages = [
+        section(FAQ, heading),
+        section(FAQ, "## What plans does Lumen Notes offer and how much do they cost?"),
+    ]
+    answer = extractive_answer(question, passages, "en", sparse_encoder("en"))
+    holding = [line for line in answer.splitlines()[1:] if fact in line]
+    assert holding and holding[0].endswith("[1]"), answer  # cited to the passage it comes from
+    if not_alone:
+        assert not all(not_alone in line for line in quoted(answer)), answer
+    assert len(answer) < 400, answer
+
+
+SANTIAGO = Passage(
+    "es",
+    "santiago.md",
+    0,
+    0.9,
+    "La catedral de Santiago de Compostela es la meta del Camino de Santiago y recibe peregrinos "
+    "de todo el mundo. En 2019 llegaron 347.578 peregrinos, según la Oficina del Peregrino. "
+    "El edificio actual es románico, con añadidos barrocos.",
+    {},
+)
+COLOSSEO = Passage(
+    "it",
+    "colosseo.md",
+    0,
+    0.9,
+    "Il Colosseo, originariamente noto come Anfiteatro Flavio, è il più grande anfiteatro del "
+    "mondo. Situato nel centro di Roma, poteva contenere tra 50.000 e 87.000 spettatori. La sua "
+    "costruzione fu iniziata da Vespasiano nel 72 d.C. e fu inaugurato da Tito nell'80 d.C. "
+    "Oggi è uno dei simboli della città.",
+    {},
+)
+
+
+def test_spanish_how_many_quotes_the_sentence_with_the_number() -> None:
+    answer = extractive_answer(
+        "¿Cuántos peregrinos llegaron a la catedral de Santiago en 2019?",
+        [SANTIAGO],
+        "es",
+        sparse_encoder("es"),
+    )
+    assert answer.startswith("Según la base de conocimientos:\n") and "347.578" in answer, answer
+
+
+def test_italian_when_quotes_the_sentence_with_the_date() -> None:
+    answer = extractive_answer(
+        "Quando fu inaugurato il Colosseo?", [COLOSSEO], "it", sparse_encoder("it")
+    )
+    assert answer.startswith("Dalla base di conoscenza:\n") and "nell'80 d.C." in answer, answer
+
+
+def test_sentences_stay_in_the_passages_order_and_cite_their_passage() -> None:
+    vacation = Passage(
+        "v", "policies.md", 0, 0.5, "Employees get 25 days of vacation per year.", {}
+    )
+    passages = [
+        section(FAQ, "## Can I get my money back if Lumen Notes is not right for us?"),
+        vacation,
+    ]
+    chosen = select("How many days of vacation do employees get?", passages, sparse_encoder("en"))
+    assert chosen and chosen[-1].text == "Employees get 25 days of vacation per year."
+    assert chosen[-1].n == 2
+    assert [(c.n, c.position) for c in chosen] == sorted((c.n, c.position) for c in chosen)
+
+
+def test_similarity_decides_between_sentences_the_words_tie() -> None:
+    passage = Passage(
+        "p",
+        "notes.md",
+        0,
+        0.9,
+        "The workspace runs in Oregon by default. The workspace can move to Frankfurt instead.",
+        {},
+    )
+    toward_second = extractive_answer(
+        "Where can the workspace go?",
+        [passage],
+        "en",
+        sparse_encoder("en"),
+        similarity=lambda texts: [0.1 if "Oregon" in t else 0.9 for t in texts],
+    )
+    toward_first = extractive_answer(
+        "Where can the workspace go?",
+        [passage],
+        "en",
+        sparse_encoder("en"),
+        similarity=lambda texts: [0.9 if "Oregon" in t else 0.1 for t in texts],
+    )
+    assert quoted(toward_second)[0].startswith("The workspace can move to Frankfurt")
+    assert quoted(toward_first)[0].startswith("The workspace runs in Oregon")
+
+
+def test_a_failing_embedder_leaves_the_words_to_decide() -> None:
+    def broken(texts: list[str]) -> list[float]:
+        raise ConnectionError("embedder down")
+
+    passages = [section(FAQ, "## What are the API rate limits?")]
+    question = "How many API calls per minute is a Plus workspace allowed?"
+    answer = extractive_answer(question, passages, "en", sparse_encoder("en"), similarity=broken)
+    assert "Plus: 120 requests per minute" in answer
+
+
+def test_markdown_and_html_are_stripped_from_quotes() -> None:
+    assert (
+        plain(
+            "- **SAML 2.0** is in `Settings`, see [the guide](https://x.example/sso) &amp; <b>go</b>"
+        )
+        == "SAML 2.0 is in Settings, see the guide & go"
+    )
+    assert plain("| Plus | 120 requests per minute |") == "Plus, 120 requests per minute"
+    sentences = split_sentences(
+        "## Refunds\n\nYes. Refunds are possible within **30 days**\nof purchase."
+    )
+    assert [(s.text, s.heading) for s in sentences] == [
+        ("Refunds", True),
+        ("Yes.", False),
+        ("Refunds are possible within 30 days of purchase.", False),
+    ]
+    soporte = (REPO / "kb" / "soporte" / "01_faq_producto.md").read_text(encoding="utf-8")
+    start = soporte.index("## ¿Ofrecéis reembolsos?")
+    refunds = Passage("r", "01_faq_producto.md", 0, 0.9, soporte[start : start + 400], {})
+    answer = extractive_answer(
+        "¿Cuántos días tengo para pedir un reembolso?", [refunds], "es", sparse_encoder("es")
+    )
+    assert "14 días naturales" in answer and "**" not in answer and "##" not in answer, answer
+
+
+def test_the_header_says_a_configured_llm_failed_only_when_one_did() -> None:
+    passages = [section(FAQ, "## What are the API rate limits?")]
+    configured = extractive_answer("rate limits?", passages, "en", sparse_encoder("en"))
+    assert configured.startswith("From the knowledge base:\n")
+    assert "unavailable" not in configured
+    failed = extractive_answer("rate limits?", passages, "es", sparse_encoder("es"), fallback=True)
+    assert failed.startswith("El modelo de lenguaje no está disponible")
+
+
+def test_no_quotable_sentence_gives_the_header_alone() -> None:
+    heading_only = Passage("h", "x.md", 0, 0.9, "## Pricing", {})
+    assert extractive_answer("price?", [heading_only], "en", sparse_encoder("en")) == (
+        "From the knowledge base:\n"
+    )
