@@ -87,6 +87,11 @@ class Hub:
         """The configured collections the request being served may read (all outside a request)."""
         return [name for name in self.collections if allowed(name, "read")]
 
+    def default_visible(self) -> str | None:
+        """default_collection, unless the request being served may not read it (then None)."""
+        name = self.config.default_collection
+        return name if allowed(name, "read") else None
+
     def describe(self, name: str) -> dict[str, Any]:
         """A collection's configuration and its live state in the store (GET /collections, the CLI)."""
         collection = self.collections[name]

@@ -36,6 +36,8 @@ class Settings(BaseSettings):
     api_key: str | None = None
     admin_api_key: str | None = None
     keys_file: Path | None = None  # scoped keys (`rag-hub keys`); default: data_dir/keys.json
+    # bad keys one client may send within a minute before it is refused (429) for the rest of it
+    auth_failures: int = Field(default=10, gt=0)
     max_body_bytes: int = 1024 * 1024
     # the embedded store refuses writes that would leave less free disk than this (507)
     min_free_mb: int = Field(default=256, ge=0)

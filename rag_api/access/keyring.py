@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import threading
 import time
 from collections import deque
@@ -17,11 +18,11 @@ from rag_api.atomic import write_atomically
 from rag_api.errors import RagError
 from rag_api.settings import Settings
 
-FAILURES = 10  # bad tokens from one client within WINDOW_S before it is refused for a while
-WINDOW_S = 60.0
+WINDOW_S = 60.0  # the window of RAG_AUTH_FAILURES
 RELOAD_S = 1.0  # how often the keys file's stat is looked at
 USAGE_FLUSH_S = 60.0
 ALL = frozenset({EVERY})
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
 class TooManyFailures(RagError):
@@ -51,6 +52,7 @@ def global_principals(settings: Settings) -> list[tuple[str, Principal]]:
 class Keyring:
     def __init__(self, settings: Settings) -> None:
         self.globals = global_principals(settings)
+        self.failures = settings.auth_failures
         self.file = KeysFile(settings.keys_path)
         self.usage_path = settings.keys_path.with_name(settings.keys_path.name + ".usage")
         self._lock = threading.Lock()
@@ -65,13 +67,38 @@ class Keyring:
 
     @property
     def guarded(self) -> bool:
-        """Whether any key exists: then no route is open."""
+        """Whether any key was ever set: then no route is open (revoking or expiring the last
+        scoped key closes the hub rather than opening it; deleting the keys file opens it)."""
         self._reload()
-        return bool(self.globals) or any(key.revoked is None for key in self._keys.values())
+        return bool(self.globals or self._keys)
 
     def scoped_keys(self) -> int:
         self._reload()
         return sum(1 for key in self._keys.values() if key.live(now()))
+
+    def summary(self, host: str) -> tuple[int, str]:
+        """(log level, line): what is open to whom, said when the server starts."""
+        if not self.guarded:
+            if host in LOOPBACK:
+                return logging.INFO, f"access: no key is set: every route is open on {host}"
+            return logging.WARNING, (
+                f"access: no key is set and {host} is not loopback: anyone who reaches it may "
+                "read, write and run operations (set RAG_API_KEY, or create keys: rag-hub keys)"
+            )
+        said = []
+        for _, principal in self.globals:
+            if principal.admin:
+                said.append(f"{principal.name} reads, writes and runs operations everywhere")
+            else:
+                said.append(f"{principal.name} reads every collection")
+        if count := self.scoped_keys():
+            said.append(f"{count} scoped key(s) from {self.file.path} as their scopes say")
+        return (
+            logging.INFO,
+            "access: "
+            + "; ".join(said)
+            + "; without a key: only /health, /ready (no details), /docs and the console's empty pages",
+        )
 
     def known(self, token: str | None) -> Principal | None:
         """Who `token` is when that takes no slow hash (no key set, a global key, a scoped key
@@ -127,7 +154,7 @@ class Keyring:
         cutoff = time.monotonic() - WINDOW_S
         while recent and recent[0] < cutoff:
             recent.popleft()
-        if recent and len(recent) >= FAILURES:
+        if recent and len(recent) >= self.failures:
             raise TooManyFailures(int(recent[0] + WINDOW_S - time.monotonic()) + 1)
 
     def _failed(self, client: str) -> None:

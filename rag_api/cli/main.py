@@ -13,6 +13,7 @@ from rag_api.cli.backup import backup, restore
 from rag_api.cli.config_commands import config as config_group
 from rag_api.cli.eval import eval_command
 from rag_api.cli.index import index
+from rag_api.cli.keys import keys
 from rag_api.cli.ops import check, migrate
 from rag_api.cli.reads import collections_, query
 from rag_api.cli.serve import serve, watch
@@ -63,6 +64,7 @@ for command in (
     backup,
     restore,
     eval_command,
+    keys,
 ):
     cli.add_command(command)
 

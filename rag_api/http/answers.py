@@ -46,7 +46,7 @@ class CollectionSummary(Answer):
 
 
 class CollectionList(Answer):
-    default_collection: str
+    default_collection: str | None  # null: the key may not read it
     collections: list[CollectionSummary]
 
 
@@ -172,7 +172,7 @@ class Status(Answer):
 
     enabled: bool
     collection: str
-    default_collection: str
+    default_collection: str | None  # null: the key may not read it
     chunks: int
     sources: int
     api_chunks: int

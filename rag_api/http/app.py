@@ -60,6 +60,7 @@ def create_app(
             log.info(
                 "serving %d collections from %s", len(opened.collections), opened.store.location
             )
+            log.log(*app.state.keyring.summary(settings.host))
             low = disk_problem(opened)
             if low is not None:
                 log.warning("%s", low.message)

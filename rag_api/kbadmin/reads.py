@@ -42,7 +42,7 @@ def status(hub: Hub, collection: Collection) -> dict[str, Any]:
     return {
         "enabled": True,
         "collection": collection.name,
-        "default_collection": hub.config.default_collection,
+        "default_collection": hub.default_visible(),
         **counts,
         "embedding_model": embedder.id,
         "embedding_dim": embedder.dim,

@@ -79,7 +79,10 @@ class JobBook:
             job = self._jobs.get(job_id)
             if job is not None:
                 return job.as_dict()
-        raise JobNotFound(
+        raise self.missing(job_id)
+
+    def missing(self, job_id: str) -> JobNotFound:
+        return JobNotFound(
             f"no job '{job_id}': only the last {self.history} upload jobs are kept "
             "(RAG_UPLOAD_HISTORY); the files of older ones are in the kb folder, and "
             "GET /v1/collections/{collection}/files shows their index state"

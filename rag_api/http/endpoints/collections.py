@@ -17,6 +17,6 @@ router = APIRouter(tags=["collections"], dependencies=[Depends(require_reader)])
 def list_collections(hub: HubDep) -> dict[str, Any]:
     """Every configured collection: its settings and what the store holds."""
     return {
-        "default_collection": hub.config.default_collection,
+        "default_collection": hub.default_visible(),
         "collections": [hub.describe(name) for name in hub.visible()],
     }

@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
+from rag_api.access.grant import EVERY
 from rag_api.errors import NotReady
 from rag_api.http.answers import Ready
 from rag_api.http.auth import PrincipalDep
@@ -26,28 +27,30 @@ async def health() -> dict[str, str]:
 def ready(hub: OpenedDep, principal: PrincipalDep) -> dict[str, Any]:
     """200 when the store answers, has disk room, and every enabled collection can be read and
     written with its embedder loaded; 503 naming what is not. Details (paths, the store's
-    location, messages) only for a caller with the reader key when keys are set."""
+    location, messages) only for a key that reads every collection when keys are set; a scoped
+    key sees only its own collections' names."""
     if hub is None:
         raise NotReady("starting: the store and models are not open yet")
-    detailed = principal is not None and principal.reads_anything()
+    detailed = principal is not None and principal.may("read", EVERY)
+    names = [n for n in sorted(hub.collections) if principal is None or principal.may("read", n)]
     found = readiness.problems(hub)
     if found:
         raise NotReady(f"not ready: {readiness.summary(found, detailed)}")
     # a missing kb folder is reported, not a reason to stop serving what the store holds
     kb_folders = {
         name: problem if detailed else problem.partition(":")[0]
-        for name, collection in sorted(hub.collections.items())
-        if collection.kb_path is not None and (problem := folder_problem(collection.kb_path))
+        for name in names
+        if (kb := hub.collections[name].kb_path) is not None and (problem := folder_problem(kb))
     }
     # each LLM server's circuit (closed / open / half-open): answers are extractive while open
-    circuits = {name: hub.generators.breaker(c.cfg.llm) for name, c in hub.collections.items()}
+    circuits = {name: hub.generators.breaker(hub.collections[name].cfg.llm) for name in names}
     llm = {name: breaker.state for name, breaker in sorted(circuits.items()) if breaker}
     if not detailed:
         return {"status": "ready", "kb_folders": kb_folders, "llm": llm}
     body: dict[str, Any] = {
         "status": "ready",
         "store": hub.store.location,
-        "collections": sorted(hub.collections),
+        "collections": names,
         "kb_folders": kb_folders,
         "llm": llm,
     }

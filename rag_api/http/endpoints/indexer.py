@@ -10,6 +10,8 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from rag_api.access.grant import EVERY as EVERY_COLLECTION
+from rag_api.errors import Forbidden
 from rag_api.http.auth import KeyringDep, authorize, principal_of, require_admin
 from rag_api.http.deps import SettingsDep, WatcherDep, indexer_status
 from rag_api.observability.metrics import exposition
@@ -24,9 +26,13 @@ def status(watcher: WatcherDep) -> dict[str, Any]:
 
 
 async def metrics_reader(request: Request, settings: SettingsDep, keyring: KeyringDep) -> None:
-    """/metrics needs a reading key when keys are set, unless RAG_METRICS_PUBLIC=1."""
+    """/metrics needs a key that reads every collection when keys are set, unless
+    RAG_METRICS_PUBLIC=1."""
     if not settings.metrics_public:
-        authorize(request, await principal_of(request, keyring), "read")
+        principal = await principal_of(request, keyring)
+        authorize(request, principal, "read")
+        if principal is not None and not principal.may("read", EVERY_COLLECTION):
+            raise Forbidden("/metrics names every collection: it needs a key that reads them all")
 
 
 @router.get("/metrics", dependencies=[Depends(metrics_reader)], response_class=Response)

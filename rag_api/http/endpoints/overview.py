@@ -49,7 +49,7 @@ def overview(
         row["migration"] = _migration(hub, name, row["physical"])
         rows.append(row)
     return {
-        "default_collection": hub.config.default_collection,
+        "default_collection": hub.default_visible(),
         "keys": keyring.guarded,
         "access": "admin" if principal is not None and principal.write else "read",
         "collections": rows,

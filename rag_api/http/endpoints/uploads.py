@@ -17,7 +17,7 @@ from fastapi.responses import FileResponse
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from rag_api.access.grant import audit
+from rag_api.access.grant import allowed, audit
 from rag_api.errors import InvalidRequest, PayloadTooLarge
 from rag_api.http import upload_answers
 from rag_api.http.any_path import ANY
@@ -166,10 +166,13 @@ def delete_file(collection: str, path: FilePath, uploads: UploadsDep) -> Result:
 @router.get("/jobs", dependencies=READ, response_model=upload_answers.JobList, **EXACT)
 def jobs(uploads: UploadsDep) -> Result:
     """Recent upload jobs, the most recent first (RAG_UPLOAD_HISTORY are kept)."""
-    return {"jobs": uploads.jobs.recent()}
+    return {"jobs": [job for job in uploads.jobs.recent() if allowed(job["collection"])]}
 
 
 @router.get("/jobs/{job_id}", dependencies=READ, response_model=upload_answers.JobAnswer, **EXACT)
 def job(job_id: str, uploads: UploadsDep) -> Result:
     """One upload job: its status and each file's."""
-    return uploads.jobs.get(job_id)
+    found = uploads.jobs.get(job_id)
+    if not allowed(found["collection"]):  # another collection's job: as if it did not exist
+        raise uploads.jobs.missing(job_id)
+    return found
