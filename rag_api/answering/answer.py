@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from rag_api.errors import LLMUnavailable
-from rag_api.llm.extractive import Similarity, extractive_answer
+from rag_api.llm.extractive import extractive_answer
 from rag_api.llm.generators import (
     Generation,
     GeneratorRouter,
@@ -90,9 +90,7 @@ def answer(
     context = select_context(passages, cfg.retrieval.context_chars)
     generator = generators.get(cfg.llm)
     if generator is None:
-        text = extractive_answer(
-            question, context, lang, collection.sparse, similarity=similarity(collection, question)
-        )
+        text = extractive_answer(question, context, lang, collection.sparse)
         return AnswerStream(context, "extractive", None, _pieces=pieces(text))
     messages: Messages = [
         {"role": "system", "content": system_prompt(lang, context, client_system)},
@@ -114,30 +112,12 @@ def answer(
         LLM_FAILURES.labels(generator.name).inc()
         LLM_FALLBACKS.labels(collection.name).inc()
         log.warning("%s: %s; answering extractively", collection.name, exc.message)
-        text = extractive_answer(
-            question,
-            context,
-            lang,
-            collection.sparse,
-            similarity=similarity(collection, question),
-            fallback=True,
-        )
+        text = extractive_answer(question, context, lang, collection.sparse, fallback=True)
         warning = f"{exc.message}; answered extractively from the retrieved passages"
         return AnswerStream(context, "extractive", None, warning, _pieces=pieces(text))
     result = AnswerStream(context, generator.name, generator.model)
     result._pieces = _filtered(first, upstream, generation, result)
     return result
-
-
-def similarity(collection: Collection, question: str) -> Similarity:
-    """Cosines of sentences to the question by the collection's model (the question's vector is
-    the one retrieval just computed: recent query vectors are kept)."""
-
-    def cosines(texts: list[str]) -> list[float]:
-        query = collection.embed_query(question)
-        return [float(c) for c in collection.embed_sentences(texts) @ query]
-
-    return cosines
 
 
 def _filtered(

@@ -39,12 +39,6 @@ class Embedder(ABC):
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         """One normalised row per text."""
 
-    def embed_now(self, texts: Sequence[str]) -> np.ndarray:
-        """Document-side rows for a reply that waits on them (an extractive answer's sentences):
-        on the caller's thread at query priority where the model has a query path, not queued
-        behind indexing batches."""
-        return self.embed(texts)
-
     def dimension(self) -> int:
         """The model's real output size (probes the model with one short text)."""
         return int(self.embed(["dimension probe"]).shape[1])
@@ -91,18 +85,6 @@ class SentenceTransformerEmbedder(Embedder):
             torch.set_num_threads(self.query_threads)
             return self._forward(texts[0])
         torch.set_num_threads(self.bulk_threads)
-        return self._model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        ).astype(np.float32, copy=False)
-
-    def embed_now(self, texts: Sequence[str]) -> np.ndarray:
-        import torch
-
-        torch.set_num_threads(self.query_threads)
         return self._model.encode(
             list(texts),
             batch_size=self.batch_size,
@@ -258,14 +240,6 @@ class EmbeddingRouter:
         with EMBEDDING_LATENCY.labels(cfg.provider, "document").time():
             vectors = self.get(cfg).embed(prefixed, query=False)
         EMBEDDINGS.labels(cfg.provider, "document").inc(len(texts))
-        return vectors
-
-    def sentences(self, cfg: EmbedderConfig, texts: Sequence[str]) -> np.ndarray:
-        """Embeddings of a reply's sentences, document side, in one batch at query priority."""
-        prefixed = [cfg.document_prefix + t for t in texts] if cfg.document_prefix else texts
-        with EMBEDDING_LATENCY.labels(cfg.provider, "sentence").time():
-            vectors = self.get(cfg).embed_now(prefixed)
-        EMBEDDINGS.labels(cfg.provider, "sentence").inc(len(texts))
         return vectors
 
     def query(self, cfg: EmbedderConfig, text: str) -> np.ndarray:

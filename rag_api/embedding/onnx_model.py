@@ -292,9 +292,6 @@ class OnnxEmbedder(Embedder):
             pass
         return out
 
-    def embed_now(self, texts: Sequence[str]) -> np.ndarray:
-        return self._query.embed(list(texts))  # the query session, on the caller's thread
-
     def _bulk_session(self) -> OnnxSession:
         """Made on a worker: any thread the session starts is born at the workers' priority."""
         if self._bulk is None:

@@ -5,8 +5,7 @@ Each sentence of the first `MAX_PASSAGES` passages is scored by
 - its overlap with the question's content words: stemmed terms (the collection's BM25 analyser),
   each weighed by how rare it is among these sentences, and word prefixes (a stem the analyser
   splits, "Europe" / "European", "Frankfurt" / "Francoforte" aside);
-- its cosine to the question with the collection's embedding model, when `similarity` is given
-  (all candidates in one batch), spread over the candidates' range;
+- the words of the heading it stands under (a FAQ's question), at half weight;
 - what the question asks for: a number, a date, a name ("how many", "cuándo", "chi") counts in a
   sentence that has one the question does not;
 - where it is: its passage's rank, then its place in the passage.
@@ -19,18 +18,15 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rag_api.llm.prompts import Cited, pack
 from rag_api.llm.sentences import split_sentences
 from rag_api.store import SparseEncoder
 
-# the cosines of texts to the question, by the collection's embedding model
-Similarity = Callable[[list[str]], Sequence[float]]
-
 MAX_PASSAGES = 3  # passages whose sentences are candidates
-MAX_CANDIDATES = 40  # sentences scored (and embedded) at most, the best passages' first
+MAX_CANDIDATES = 40  # sentences scored at most, the best passages' first
 SECOND_WITHIN = 0.12  # a second sentence is quoted when it scores this close to the best
 SECOND_MAX_CHARS = 360  # ... and both fit in this many characters
 
@@ -70,6 +66,7 @@ class Candidate:
     n: int  # the passage's number, from 1 (its citation)
     position: int  # the sentence's place in the passage
     text: str  # what is quoted: the sentence (a FAQ question with its answer)
+    heading: str = ""  # the heading it stands under in its passage (its section's topic)
     score: float = 0.0
 
 
@@ -79,12 +76,11 @@ def extractive_answer(
     language: str,
     encoder: SparseEncoder,
     *,
-    similarity: Similarity | None = None,
     fallback: bool = False,
 ) -> str:
     """The answer without an LLM: the best sentences, each cited [n], under a header that says a
     configured LLM failed only when `fallback`."""
-    chosen = select(question, passages, encoder, similarity)
+    chosen = select(question, passages, encoder)
     language_pack = pack(language)
     header = language_pack.extractive_fallback if fallback else language_pack.extractive
     return header + "\n" + "\n".join(f"- {c.text} [{c.n}]" for c in chosen)
@@ -94,14 +90,13 @@ def select(
     question: str,
     passages: Sequence[Cited],
     encoder: SparseEncoder,
-    similarity: Similarity | None = None,
 ) -> list[Candidate]:
     """The best sentence and, when it scores close and both stay short, the next best; in the
     passages' order."""
     candidates = candidates_of(passages[:MAX_PASSAGES])
     if not candidates:
         return []
-    score(question, candidates, encoder, similarity)
+    score(question, candidates, encoder)
     ranked = sorted(candidates, key=lambda c: (-c.score, c.n, c.position))
     chosen = [ranked[0]]
     for other in ranked[1:2]:
@@ -117,8 +112,10 @@ def candidates_of(passages: Sequence[Cited]) -> list[Candidate]:
     out: list[Candidate] = []
     for n, passage in enumerate(passages, 1):
         sentences = split_sentences(passage.text)
+        heading = ""
         for i, sentence in enumerate(sentences):
             if sentence.heading:
+                heading = sentence.text
                 continue
             text = sentence.text
             if text.endswith("?"):  # a FAQ's question: quoted with what answers it
@@ -126,30 +123,25 @@ def candidates_of(passages: Sequence[Cited]) -> list[Candidate]:
                     if following.heading or len(text) >= 80:
                         break
                     text = f"{text} {following.text}"
-            out.append(Candidate(n, sentence.position, text))
+            out.append(Candidate(n, sentence.position, text, heading))
     return out[:MAX_CANDIDATES]
 
 
-def score(
-    question: str,
-    candidates: list[Candidate],
-    encoder: SparseEncoder,
-    similarity: Similarity | None,
-) -> None:
+def score(question: str, candidates: list[Candidate], encoder: SparseEncoder) -> None:
     wanted = _features(question, encoder)
     found = [_features(c.text, encoder) & wanted for c in candidates]
+    # a sentence under a heading that matches the question answers it more likely (a FAQ)
+    under = [(_features(c.heading, encoder) & wanted) - found[i] for i, c in enumerate(candidates)]
     df = Counter(f for features in found for f in features)
     weight = {f: _idf(len(candidates), df[f]) for f in wanted}
     total = sum(weight.values()) or 1.0
     asked_words = {w.lower() for w in _WORD.findall(question)}
     asks = {kind for kind, cue in _ASKS.items() if cue.search(question.lower())}
-    cosines = _spread(_cosines(similarity, [c.text for c in candidates]))
     for i, candidate in enumerate(candidates):
         value = 0.8 * sum(weight[f] for f in found[i]) / total
-        if cosines is not None:
-            value = 0.7 * value + 0.4 * cosines[i]
+        value += 0.4 * sum(weight.get(f, 0.0) for f in under[i]) / total
         value += 0.12 * len(asks & _holds(candidate.text, asked_words))
-        value -= 0.05 * (candidate.n - 1) + 0.005 * min(candidate.position, 10)
+        value -= 0.12 * (candidate.n - 1) + 0.005 * min(candidate.position, 10)
         candidate.score = value
 
 
@@ -181,22 +173,3 @@ def _holds(text: str, asked_words: set[str]) -> set[str]:
     if any(w[0].isupper() for w in new if w != words[0]):  # a sentence's first word: capitalised
         kinds.add("name")
     return kinds
-
-
-def _cosines(similarity: Similarity | None, texts: list[str]) -> list[float] | None:
-    if similarity is None:
-        return None
-    try:
-        return [float(c) for c in similarity(texts)]
-    except Exception:  # an embedder that fails now: the answer stands on the words alone
-        return None
-
-
-def _spread(values: list[float] | None) -> list[float] | None:
-    """Cosines mapped onto 0..1 between the candidates' lowest and highest (e5's are compressed)."""
-    if not values:
-        return values
-    low, high = min(values), max(values)
-    if high - low < 1e-6:
-        return [0.0] * len(values)
-    return [(v - low) / (high - low) for v in values]

@@ -39,8 +39,7 @@ RETRIEVAL_STAGE = Histogram(
 )
 EMBEDDINGS = Counter(
     "rag_embeddings",
-    "Texts embedded: kind=query (a search), document (indexing) or sentence (an extractive "
-    "answer's), by embedder provider.",
+    "Texts embedded: kind=query (a search) or document (indexing), by embedder provider.",
     ["provider", "kind"],
 )
 EMBEDDING_LATENCY = Histogram(

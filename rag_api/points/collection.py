@@ -160,10 +160,6 @@ class Collection:
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         return self.embeddings.documents(self.cfg.embedder, texts)
 
-    def embed_sentences(self, texts: list[str]) -> np.ndarray:
-        """A reply's sentences by the collection's model, at query priority (an extractive answer)."""
-        return self.embeddings.sentences(self.cfg.embedder, texts)
-
     def embed_query(self, text: str, embedder: EmbedderConfig | None = None) -> np.ndarray:
         """The query's vector by `embedder` (the one read with the collection's info), else ours."""
         return self.embeddings.query(embedder or self.cfg.embedder, text)
