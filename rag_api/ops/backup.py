@@ -128,7 +128,7 @@ def take_backup(hub: Hub, names: list[str] | None = None, to: Path | None = None
             manifest["collections"][name] = entry
             result.collections[name] = entry
             log.info("%s: %d points backed up (writes held %.3f s)", name, entry["points"], held)
-        manifest["extra"] = _copy_extra(hub.settings.data_dir, work)
+        manifest["extra"] = _copy_extra(hub.settings.data_dir, hub.settings.keys_path, work)
         write_atomically(work / fmt.MANIFEST, _json(fmt.seal(manifest)))
         _fsync_dir(work)
         os.rename(work, final)
@@ -170,17 +170,22 @@ def _write_collection(folder: Path, copy: CollectionCopy) -> dict[str, Any]:
             "embedder": header.embedder, "dim": header.dim}  # fmt: skip
 
 
-def _copy_extra(data_dir: Path, folder: Path) -> dict[str, dict[str, Any]]:
-    """The upload jobs (RAG_DATA_DIR/jobs), copied as they are."""
+def _copy_extra(data_dir: Path, keys: Path, folder: Path) -> dict[str, dict[str, Any]]:
+    """The upload jobs (RAG_DATA_DIR/jobs) and the scoped keys file (hashes only, kept 0600),
+    copied as they are."""
     extra: dict[str, dict[str, Any]] = {}
     jobs = data_dir / "jobs"
-    if jobs.is_dir():
-        for path in sorted(p for p in jobs.rglob("*") if p.is_file()):
-            rel = f"jobs/{path.relative_to(jobs).as_posix()}"
-            target = folder / fmt.EXTRA / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
-            extra[rel] = fmt.file_entry(target)
+    found = [(f"jobs/{p.relative_to(jobs).as_posix()}", p) for p in sorted(jobs.rglob("*"))]
+    if keys.is_file():
+        found.append((f"keys/{keys.name}", keys))
+    for rel, path in found:
+        if not path.is_file():
+            continue
+        target = folder / fmt.EXTRA / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+        target.chmod(path.stat().st_mode & 0o777)
+        extra[rel] = fmt.file_entry(target)
     return extra
 
 

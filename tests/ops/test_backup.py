@@ -214,3 +214,21 @@ def test_a_full_disk_removes_the_partial_backup(world, tmp_path: Path, monkeypat
 def _copy(folder: Path, to: Path) -> Path:
     shutil.copytree(folder, to)
     return to
+
+
+def test_the_scoped_keys_file_goes_with_the_backup_as_it_is(world, tmp_path: Path) -> None:
+    from rag_api.access.keys import KeysFile
+
+    settings, kb = world
+    key, secret = KeysFile(settings.keys_path).create("feed", ["docs"], ["docs"])
+    hub = opened(settings)
+    try:
+        populate(hub.collection("docs"), kb)
+        result = take_backup(hub, to=tmp_path / "backups")
+    finally:
+        hub.close()
+    copied = Path(result.path) / fmt.EXTRA / "keys" / settings.keys_path.name
+    assert copied.read_bytes() == settings.keys_path.read_bytes()
+    assert copied.stat().st_mode & 0o777 == 0o600 and secret not in copied.read_text()
+    manifest = json.loads((Path(result.path) / fmt.MANIFEST).read_text())
+    assert f"keys/{settings.keys_path.name}" in manifest["extra"]
