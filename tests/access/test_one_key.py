@@ -24,12 +24,12 @@ WRITES = [
 
 
 @pytest.fixture
-def one_key(tmp_path: Path, make_settings, serve):
+def one_key(tmp_path: Path, make_settings, serve, engine: str):
     kb = tmp_path / "kb"
     kb.mkdir()
     (kb / "a.md").write_text("# A\n\nThe refund window is 30 days.\n")
     config = write_config(tmp_path / "c.yaml", {"docs": hash_collection(kb)})
-    server = serve(make_settings(config, api_key="the-one-key"))
+    server = serve(make_settings(config, engine, api_key="the-one-key"))
     with server.client(headers=KEY) as http:
         assert http.post("/v1/rag/reload", json={}).status_code == 200
     return server

@@ -133,8 +133,9 @@ KEYS = {
 }
 
 
-@pytest.fixture(scope="module")
-def guarded(tmp_path_factory: pytest.TempPathFactory):
+@pytest.fixture(scope="module", params=["edge", "memory"])
+def guarded(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest):
+    """Both engines: the embedded one, and qdrant-client's in-memory mode (the server path)."""
     from rag_api.settings import Settings
     from tests.conftest import LiveServer
 
@@ -150,6 +151,7 @@ def guarded(tmp_path_factory: pytest.TempPathFactory):
         config=config,
         data_dir=root / "data",
         ollama_url="http://127.0.0.1:9",
+        qdrant_url=None if request.param == "edge" else ":memory:",
         api_key=READER,
         admin_api_key=ADMIN,
         auth_failures=10_000,
