@@ -63,11 +63,17 @@ def authorize(request: Request, principal: Principal | None, op: Op, admin: bool
     if not principal.reads_anything():
         raise Forbidden("this key may not read any collection")
     name = request.path_params.get("collection")
-    if name is not None and not principal.may(op, name):
+    if name is not None and name != _router(request) and not principal.may(op, name):
         if not principal.may("read", name):
             raise CollectionNotFound(name)
         raise Forbidden(f"this key may read '{name}' but not change it")
     current.set(Grant(principal, op))
+
+
+def _router(request: Request) -> str | None:
+    """The name of `auto` (not a collection: it searches only what the key may read)."""
+    hub = getattr(request.app.state, "hub", None)
+    return hub.config.router.name if hub is not None else None
 
 
 async def require_reader(request: Request, principal: PrincipalDep) -> None:

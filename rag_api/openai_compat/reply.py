@@ -125,7 +125,8 @@ def _route(hub: Hub, conversation: Conversation) -> RoutedOutcome:
     language (else the default collection's), then routed like any question."""
     routable = candidates(hub, None)
     language = question_language(conversation.question, [c.cfg.language for c in routable])
-    reader = next((c for c in routable if c.cfg.language == language), hub.collection())
+    default = hub.collection() if hub.default_visible() else routable[0]  # a key's own first
+    reader = next((c for c in routable if c.cfg.language == language), default)
     query = SearchRequest(query=retrieval_query(conversation, reader))
     return route_search(hub, RouteRequest(query))
 

@@ -251,3 +251,17 @@ def test_a_scoped_key_lists_and_routes_only_its_collections(guarded) -> None:
         unknown = http.post("/v1/rag/search", json={"query": "x", "collection": "nope"}).json()
         forbidden = http.post("/v1/rag/search", json={"query": "x", "collection": "docs"}).json()
         assert unknown["error"]["code"] == forbidden["error"]["code"] == "COLLECTION_NOT_FOUND"
+
+
+def test_auto_and_streams_never_show_another_collection(guarded) -> None:
+    server, secrets = guarded
+    other = {"Authorization": f"Bearer {secrets['reader-other']}"}
+    with server.client(headers=other) as http:
+        routed = http.post("/query/auto", json={"query": "How long do refunds take?"}).json()
+        assert [c["collection"] for c in routed["routing"]["candidates"]] == ["soporte"]
+        assert "docs" not in str(routed["sources"]) and "docs" not in routed["answer"]
+        streamed = http.post("/query/docs", json={"query": "refunds", "stream": True})
+        assert streamed.status_code == 404 and "Refunds take" not in streamed.text
+        chat = {"model": "auto", "messages": ASK, "stream": True}
+        answer = http.post("/v1/chat/completions", json=chat)
+        assert answer.status_code == 200 and "in docs" not in answer.text
