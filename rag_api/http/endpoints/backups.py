@@ -10,6 +10,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from rag_api.access.grant import audit
 from rag_api.http.auth import require_admin
 from rag_api.http.deps import HubDep, SettingsDep
 from rag_api.ops.backup_jobs import BackupJobs
@@ -40,6 +41,7 @@ class RestoreBody(BaseModel):
 def backup(body: BackupBody, hub: HubDep, response: Response) -> dict[str, Any]:
     """Start a backup: 202 with its job (follow it at `Location`)."""
     job = BackupJobs.of(hub).submit(body.collections, Path(body.to) if body.to else None)
+    audit("backup", ",".join(body.collections or ["*"]), job=job.id)
     response.headers["Location"] = f"/v1/ops/backup/jobs/{job.id}"
     return job.as_dict()
 
@@ -64,4 +66,6 @@ def restore(body: RestoreBody, hub: HubDep) -> dict[str, Any]:
     result = restore_backup(
         hub, Path(body.backup), body.collections, body.as_name, body.with_config
     )
+    for each in result.restored:
+        audit("restore", each.collection, backup=body.backup, live=each.live, points=each.points)
     return result.as_dict()
