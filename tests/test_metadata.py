@@ -4,6 +4,8 @@ have made the embedded store unreadable is skipped while the rest of the file is
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
 
 import pytest
@@ -40,6 +42,32 @@ def test_invalid_metadata_names_the_key() -> None:
         check_metadata({"ok": 1, "deep": [[1]]})
     with pytest.raises(InvalidMetadata, match="an object of keys to values, not list"):
         check_metadata([1])
+
+
+@pytest.mark.parametrize(
+    ("metadata", "key"),
+    [
+        ({"score": math.nan}, "score"),
+        ({"score": math.inf}, "score"),
+        ({"score": -math.inf}, "score"),
+        ({"ok": 1.5, "scores": [0.5, math.inf]}, "scores.1"),
+        ({"scores": [-math.inf]}, "scores.0"),
+    ],
+)
+def test_nan_and_infinity_are_refused(metadata: dict, key: str) -> None:
+    with pytest.raises(InvalidMetadata, match=rf"^{re.escape(key)}: NaN and Infinity"):
+        check_metadata(metadata)
+
+
+def test_negative_zero_is_a_number_like_any_other() -> None:
+    metadata = {
+        "delta": -0.0,
+        "deltas": [-0.0, 0.0],
+        "tiny": -5e-324,
+        "huge": 1.7976931348623157e308,
+    }
+    assert check_metadata(metadata) is metadata
+    assert math.copysign(1.0, metadata["delta"]) == -1.0  # kept as given, sign and all
 
 
 def test_a_poisoned_kb_line_is_skipped_and_the_store_opens_again(tmp_path: Path) -> None:

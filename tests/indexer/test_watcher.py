@@ -68,18 +68,32 @@ def test_new_nested_folder_and_folder_moves(kb_dir: Path, start_watcher, tmp_pat
 
 
 def test_save_burst_is_indexed_once_when_quiet(kb_dir: Path, start_watcher) -> None:
-    watcher = start_watcher(kb_dir, debounce_s=0.5)
+    """20 appends 20 ms apart against a 0.5 s quiet period: one index of the file. The verdict
+    rests on the gaps the writes really had, not on the ones intended: a gap that may have
+    reached the quiet period (this process stalled on a loaded machine) lets the watcher index
+    what it had, once more per such gap, and no more."""
+    debounce_s = 0.5
+    watcher = start_watcher(kb_dir, debounce_s=debounce_s)
     wait_for(lambda: settled(watcher))
+    syncs = counters(watcher)["syncs"]  # the start-up reconcile
 
     path = kb_dir / "draft.md"
-    for n in range(20):  # an editor's autosave / a copy in progress: 20 writes 20 ms apart
+    long_gaps = 0
+    previous_start = None
+    for n in range(20):  # an editor's autosave / a copy in progress
+        started = time.monotonic()
         with path.open("a") as handle:
             handle.write(f"Line {n} of the draft about volcanoes{n}.\n")
+        if previous_start is not None and time.monotonic() - previous_start >= debounce_s:
+            long_gaps += 1  # at most this long between two writes: maybe quiet for the watcher
+        previous_start = started
         time.sleep(0.02)
 
-    wait_for(lambda: found(watcher, "volcanoes19") == {"draft.md"})
-    assert counters(watcher)["files_indexed"] == 1
-    assert counters(watcher)["syncs"] == 2  # the start-up reconcile, then this file
+    wait_for(lambda: found(watcher, "volcanoes19") == {"draft.md"} and settled(watcher))
+    indexed = counters(watcher)["files_indexed"]
+    print(f"{indexed} index(es) of the burst, {long_gaps} gap(s) of {debounce_s} s or more")
+    assert 1 <= indexed <= 1 + long_gaps
+    assert counters(watcher)["syncs"] - syncs == indexed  # each index one sync of this file
 
 
 def test_quiet_files_are_indexed_together(kb_dir: Path, start_watcher) -> None:

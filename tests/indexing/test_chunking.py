@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -31,11 +32,32 @@ def test_markdown_is_cut_at_headings_first() -> None:
     assert chunks[1].startswith("## Vacation")
 
 
-def test_long_sections_are_split_within_size_with_overlap() -> None:
+def test_long_sections_are_split_within_size() -> None:
     text = "## Long\n\n" + sentences(30, "alpha")
     chunks = split_text(text, SMALL, markdown=True)
     assert len(chunks) > 5 and all(len(c) <= SMALL.size for c in chunks)
-    assert chunks[1][:10] in chunks[0] or chunks[0][-15:].split()[-1] in chunks[1]  # overlap
+
+
+def repeated(before: str, after: str) -> str:
+    """The longest end of `before` that `after` starts with: what a neighbour carries over."""
+    for length in range(min(len(before), len(after)), 0, -1):
+        if after.startswith(before[-length:]):
+            return before[-length:]
+    return ""
+
+
+def test_neighbouring_chunks_repeat_real_text_up_to_the_overlap() -> None:
+    """Sentences shorter than the overlap (17 characters, overlap 40): the splitter carries whole
+    sentences into the next chunk, at least one and never more characters than the overlap.
+    Every sentence is unique, so a repeat is text the splitter carried, not a shared word."""
+    overlap = ChunkingConfig(size=200, overlap=40)
+    text = "## Long\n\n" + " ".join(f"Item {n:02d} is here." for n in range(60))
+    chunks = split_text(text, overlap, markdown=True)
+    assert len(chunks) >= 5 and all(len(c) <= overlap.size for c in chunks)
+    for before, after in zip(chunks, chunks[1:], strict=False):
+        carried = repeated(before, after)
+        assert re.fullmatch(r"Item \d\d is here\.( Item \d\d is here\.)*", carried), (before, after)
+        assert len(carried) <= overlap.overlap, (carried, overlap.overlap)
 
 
 def test_an_edit_rechunks_only_its_section() -> None:

@@ -9,7 +9,11 @@ import pytest
 
 from rag_api.errors import KbFolderMissing, MassRemoval
 from rag_api.hub import Hub
-from rag_api.indexing.sync import stored_files, sync_collection
+from rag_api.indexing.sync import (
+    mass_removal,
+    stored_files,
+    sync_collection,
+)
 from rag_api.ops.check import run_check
 from tests.conftest import assert_error_shape, hash_collection, run_cli, write_config
 
@@ -91,6 +95,39 @@ def test_a_small_collection_may_lose_most_files(tmp_path: Path, make_settings, o
     for n in range(8):
         (kb / f"note{n}.md").unlink()
     assert sync_collection(hub.collection("docs")).removed == 8
+
+
+@pytest.mark.parametrize(
+    ("stored", "gone", "held"),
+    [
+        (10, 6, True),  # the smallest guarded collection: more than half is held
+        (10, 5, False),  # exactly half is not more than half
+        (9, 9, False),  # one file under the guard's size
+        (12, 6, False),
+        (12, 7, True),
+    ],
+)
+def test_the_guards_boundaries(stored: int, gone: int, held: bool) -> None:
+    assert mass_removal(stored, gone) is held
+
+
+@pytest.mark.parametrize(("gone", "held"), [(6, True), (5, False)])
+def test_a_ten_file_collection_at_the_boundary(
+    gone: int, held: bool, tmp_path: Path, make_settings, open_hub
+) -> None:
+    kb = tmp_path / "kb"
+    fill(kb, 10)
+    hub = open_hub(make_settings(write_config(tmp_path / "c.yaml", {"docs": hash_collection(kb)})))
+    assert sync_collection(hub.collection("docs")).indexed == 10
+    for n in range(gone):
+        (kb / f"note{n}.md").unlink()
+    if held:
+        with pytest.raises(MassRemoval, match=rf"{gone} of 10 files"):
+            sync_collection(hub.collection("docs"))
+        assert len(chunk_files(hub)) == 10
+    else:
+        assert sync_collection(hub.collection("docs")).removed == gone
+        assert len(chunk_files(hub)) == 10 - gone
 
 
 def test_index_refuses_a_missing_folder_and_goes_on_with_the_others(

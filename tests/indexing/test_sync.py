@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import inspect
 import threading
+import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -17,6 +20,7 @@ from rag_api.search.retrieval import SearchRequest, search
 from rag_api.store import Selector
 from tests.conftest import hash_collection, write_config
 from tests.support.fakes import FakeOllama
+from tests.support.threads import blocked_at
 from tests.support.writes import replace_source
 
 
@@ -183,21 +187,44 @@ def test_embedder_outage_writes_nothing(
     assert docs.store.count(docs.info().physical) == count  # the old version is intact
 
 
+def _syncing_line() -> int:
+    """The line where sync_collection takes the collection's one-reconcile-at-a-time lock (0 if
+    it takes none: then no thread is ever seen waiting there, and the held embed below waits
+    for the second request that a missing lock lets through)."""
+    lines, start = inspect.getsourcelines(sync_collection)
+    found = [n for n, line in enumerate(lines) if "with collection.syncing" in line]
+    return start + found[0] if found else 0
+
+
 class RendezvousOllama(FakeOllama):
-    """Ollama whose /api/embed holds a request until a second one arrives (or 2 s pass): two
-    reconciles that both decided to embed the same file meet here, and both embed it."""
+    """Ollama whose /api/embed, once armed, holds a request until a second one arrives, or until
+    another reconcile is seen waiting for the first (`arm(waiting)`): two reconciles that
+    both decided to embed the same file meet here and both embed it; one that waits for the
+    other's lock lets the first go on alone. No clock: a loaded machine only makes it slower."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.arrived = threading.Barrier(2)
+        self.arrivals = 0
+        self.changed = threading.Condition()
+        self.waiting: Callable[[], bool] = lambda: True  # not armed: answer at once
         self.routes[("POST", "/api/embed")] = self._held_embed
 
+    def arm(self, waiting: Callable[[], bool]) -> None:
+        with self.changed:
+            self.arrivals, self.waiting = 0, waiting
+
     def _held_embed(self, request):
-        try:
-            self.arrived.wait(timeout=2)
-        except threading.BrokenBarrierError:
-            pass  # alone: answer anyway
+        deadline = time.monotonic() + HELD_EMBED_LIMIT_S
+        with self.changed:
+            self.arrivals += 1
+            self.changed.notify_all()
+            while not (self.arrivals >= 2 or self.waiting()):
+                assert time.monotonic() < deadline, "no second request, no reconcile waiting"
+                self.changed.wait(0.005)  # a thread's state changes without a notification
         return self._embed(request)
+
+
+HELD_EMBED_LIMIT_S = 120  # only a hang ends here
 
 
 def test_two_reconciles_at_once_embed_a_new_file_once(
@@ -213,7 +240,15 @@ def test_two_reconciles_at_once_embed_a_new_file_once(
         sync_collection(docs)
         (kb / "new.md").write_text("# New\n\n" + section("Fresh", "fresh", 6))
         embeds_before = len(ollama.calls("/api/embed"))
-        with ThreadPoolExecutor(2) as pool:
+        line = _syncing_line()
+        with ThreadPoolExecutor(2, thread_name_prefix="reconcile") as pool:
+            ollama.arm(
+                lambda: any(
+                    blocked_at(t, "sync_collection", line)
+                    for t in threading.enumerate()
+                    if t.name.startswith("reconcile")
+                )
+            )
             reports = list(pool.map(lambda _: sync_collection(docs, only=["new.md"]), range(2)))
         embedded = [report.stats.embedded for report in reports]
         assert sorted(embedded)[0] == 0 and sorted(embedded)[1] > 0

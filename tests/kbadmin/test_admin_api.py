@@ -238,7 +238,17 @@ def test_auth_on(tmp_path: Path, kb: Path, engine: str, make_settings, serve) ->
 
 def test_auth_off_opens_everything(plain_server: LiveServer) -> None:
     with rag(plain_server) as http:
-        assert http.post("/add/document", json={"text": "open"}).status_code == 200
+        body = {"source": "auth-off", "text": "Anyone may write while no key is set: albatross."}
+        written = http.post("/add/document", json=body)
+        assert written.status_code == 200, written.text
+        assert written.json()["added"] == 1 and written.json()["sources"] == ["auth-off"]
+        # stored, and readable by anyone: listed, whole, and found by a search
+        sources = {item["source"]: item for item in http.get("/sources").json()["items"]}
+        assert sources["auth-off"]["chunk_count"] == 1
+        chunks = http.get("/chunks", params={"source_exact": "auth-off", "include_text": True})
+        assert [c["text"] for c in chunks.json()["items"]] == [body["text"]]
+        hits = http.post("/search", json={"query": "albatross"}).json()
+        assert "auth-off" in [hit["source"] for hit in hits["results"]]
         assert http.get("/status").status_code == 200
 
 

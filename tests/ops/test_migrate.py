@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -17,8 +16,9 @@ from rag_api.ops.check import run_check
 from rag_api.ops.migrate import drop_old, plan_migration, plan_rollback, run_migration
 from rag_api.ops.versions import versions
 from rag_api.store import Selector
-from tests.conftest import REPO, hash_collection, minilm_collection, write_config
+from tests.conftest import REPO, hash_collection, minilm_collection, wait_for, write_config
 from tests.support.migration_world import QUESTIONS, SlowUpstream, fill, write_api
+from tests.support.threads import waiting_on_condition_in
 from tests.support.writes import replace_source
 
 HASH_1024 = EmbedderConfig(provider="hash", model="hash-large", dim=1024)
@@ -113,6 +113,11 @@ def test_interrupted_migration_resumes(hub: Hub) -> None:
         assert result.points == plan.points
 
 
+def at_the_gate(writer: threading.Thread) -> bool:
+    """The writer waits for the collection's write gate (its target lock, held by the migration)."""
+    return waiting_on_condition_in(writer, "read", "rag_api/points/locks.py")
+
+
 def test_writes_during_the_migration_are_carried_over(hub: Hub) -> None:
     """A write during the copy lands in the live collection and is carried over; a write that
     arrives during the final catch-up waits for the swap and lands in the new collection."""
@@ -127,8 +132,12 @@ def test_writes_during_the_migration_are_carried_over(hub: Hub) -> None:
             writer = threading.Thread(target=write_api, args=(collection, range(200, 201), 3))
             late.append(writer)
             writer.start()
-            time.sleep(0.3)
-            assert writer.is_alive()  # held at the write gate until the swap
+            # held at the write gate until the swap: waited for, however slow the machine (a
+            # write through a broken gate finishes instead, and is caught here at once)
+            wait_for(
+                lambda: not writer.is_alive() or at_the_gate(writer), timeout=60, interval=0.005
+            )
+            assert at_the_gate(writer), "a write went through during the final catch-up"
 
     result = run_migration(hub, plan_migration(hub, "docs", HASH_1024), meanwhile)
     late[0].join(timeout=30)

@@ -11,10 +11,16 @@ hundred). A blind delay lands there about one time in ten on a busy machine, so 
 the embedded engine's write-ahead log from outside, as `ls` would. Every other round kills a
 random 0-60 ms after the new chunks' record appears; the rounds between kill at a random point
 before it (the old version must survive those whole).
+
+The verdict is "never a mix" (nor an acknowledged write lost), whatever the machine's speed:
+which rounds end old or new depends on it and is only reported. The delays come from a seeded
+generator; the seed is printed, and RAG_TEST_CRASH_SEED=<seed> replays a failure's delays (the
+machine's timing still varies); RAG_TEST_CRASH_ROUNDS sets the rounds per path.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import threading
@@ -34,8 +40,7 @@ from tests.support.forkserver import ForkServers
 
 pytestmark = pytest.mark.slow
 
-BUDGET_S = 30.0  # per replacement path: rounds stop then, or at MAX_ROUNDS
-MIN_ROUNDS, MAX_ROUNDS = 6, 80
+ROUNDS = int(os.environ.get("RAG_TEST_CRASH_ROUNDS", "12"))  # kills per replacement path
 AFTER_S = 0.06  # a kill aimed after the new chunks reach the engine's log comes this much later
 WORDS = "tide reef kelp gull crab shell dune surf wave foam salt spray coral pier buoy".split()
 
@@ -99,14 +104,14 @@ def crash_rounds(
 ) -> tuple[Tally, int]:
     """Write versions 1, 2, ... and SIGKILL each write; after each restart, classify what is
     stored as the old version, the new one, or torn (then write the new one whole)."""
-    seed = random.randrange(2**32)
+    seed = int(os.environ.get("RAG_TEST_CRASH_SEED") or random.randrange(2**32))
+    print(f"crash rounds seed {seed} (replay: RAG_TEST_CRASH_SEED={seed})", flush=True)
     rng = random.Random(seed)
     url = servers.start()
     write(url, 0)()
     landing = _landing(write(url, 1), WalWatch(data_dir))  # an unkilled write, timed
     stored, version, tally = 1, 1, Tally()
-    deadline = time.monotonic() + BUDGET_S
-    while tally.rounds < MIN_ROUNDS or (time.monotonic() < deadline and tally.rounds < MAX_ROUNDS):
+    while tally.rounds < ROUNDS:
         version += 1
         after = tally.rounds % 2 == 0  # alternately just after the new chunks land, and before
         delay = rng.uniform(0, AFTER_S if after else landing / 2)
@@ -230,7 +235,6 @@ def test_upsert_document_killed_mid_replacement_leaves_one_version(
     tally, seed = crash_rounds(servers, tmp_path / "data", write, read, size=lambda _: 300)
     print(tally.summary(seed))
     assert not tally.torn, tally.summary(seed)
-    assert tally.outcomes["old"] and tally.outcomes["new"], tally.summary(seed)
 
 
 def test_kb_file_reindex_killed_mid_replacement_leaves_one_version(
@@ -255,4 +259,3 @@ def test_kb_file_reindex_killed_mid_replacement_leaves_one_version(
     tally, seed = crash_rounds(servers, tmp_path / "data", write, read, size)
     print(tally.summary(seed))
     assert not tally.torn, tally.summary(seed)
-    assert tally.outcomes["old"] and tally.outcomes["new"], tally.summary(seed)

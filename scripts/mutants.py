@@ -1,0 +1,246 @@
+"""Hand-made mutation testing: put small realistic bugs into a scratch copy, one at a time, and
+check that the tests written for them fail (issue 36).
+
+    .venv/bin/python scripts/mutants.py            # every mutant
+    .venv/bin/python scripts/mutants.py overlap    # the mutants whose name contains "overlap"
+
+The scratch copy holds the repository's files as they are in the working tree (tracked and
+untracked, not ignored), so tests not yet committed are audited too; the checkout itself is never
+edited. First every test is run on the unmutated copy (it must pass, or a "caught" would mean
+nothing), then each mutant is applied, its tests run, and the file restored. Tests run with the
+checkout's .venv and PYTHONPATH set to the copy, from the copy (the copy's rag_api is the one
+imported; the script checks that). Prints a table: mutant, test, caught yes/no; exits 1 when a
+mutant survives or a test fails unmutated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTHON = ROOT / ".venv" / "bin" / "python"
+TIMEOUT_S = 600
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    path: str  # the file, relative to the repository root
+    old: str  # must occur exactly once in the file
+    new: str
+    tests: tuple[str, ...]  # pytest node ids (or -k expressions after "::-k ")
+
+
+OVERLAP = (
+    "tests/indexing/test_chunking.py::test_neighbouring_chunks_repeat_real_text_up_to_the_overlap"
+)
+GUARD_TABLE = "tests/indexing/test_deletion_guard.py::test_the_guards_boundaries"
+GUARD_TEN = "tests/indexing/test_deletion_guard.py::test_a_ten_file_collection_at_the_boundary"
+QUERY_EMBEDDERS = (
+    "tests/embedding/test_query_vectors.py::"
+    "test_two_embedders_asking_the_same_text_get_their_own_vectors"
+)
+QUERY_PREFIXES = "tests/embedding/test_query_vectors.py::test_two_prefixes_asking_the_same_text_get_their_own_vectors"
+METADATA = "tests/test_metadata.py::test_nan_and_infinity_are_refused"
+AUTH_OFF = "tests/kbadmin/test_admin_api.py::test_auth_off_opens_everything"
+MIGRATE_GATE = "tests/ops/test_migrate.py::test_writes_during_the_migration_are_carried_over"
+TWO_RECONCILES = "tests/indexing/test_sync.py::test_two_reconciles_at_once_embed_a_new_file_once"
+SAVE_BURST = "tests/indexer/test_watcher.py::test_save_burst_is_indexed_once_when_quiet"
+
+MUTANTS = [
+    Mutant(
+        "chunk overlap forced to 0",
+        "rag_api/indexing/chunking.py",
+        "_splitter(chunking.size, chunking.overlap)",
+        "_splitter(chunking.size, 0)",
+        (OVERLAP,),
+    ),
+    Mutant(
+        "chunk overlap doubled",
+        "rag_api/indexing/chunking.py",
+        "_splitter(chunking.size, chunking.overlap)",
+        "_splitter(chunking.size, chunking.overlap * 2)",
+        (OVERLAP,),
+    ),
+    Mutant(
+        "mass-removal guard from 11 files",
+        "rag_api/indexing/sync.py",
+        "MASS_REMOVAL_MIN_FILES = 10",
+        "MASS_REMOVAL_MIN_FILES = 11",
+        (GUARD_TABLE, GUARD_TEN),
+    ),
+    Mutant(
+        "mass-removal guard holds exactly half",
+        "rag_api/indexing/sync.py",
+        "2 * gone > stored",
+        "2 * gone >= stored",
+        (GUARD_TABLE, GUARD_TEN),
+    ),
+    Mutant(
+        "query vectors keyed on the text alone",
+        "rag_api/embedding/embedders.py",
+        "self._queries.get((_key(cfg), prefixed), compute)",
+        "self._queries.get(prefixed, compute)",
+        (QUERY_EMBEDDERS,),
+    ),
+    Mutant(
+        "query vectors keyed without the prefix",
+        "rag_api/embedding/embedders.py",
+        "self._queries.get((_key(cfg), prefixed), compute)",
+        "self._queries.get((_key(cfg), text), compute)",
+        (QUERY_PREFIXES,),
+    ),
+    Mutant(
+        "metadata accepts Infinity (isnan for isfinite)",
+        "rag_api/metadata.py",
+        "isinstance(value, float) and not math.isfinite(value)",
+        "isinstance(value, float) and math.isnan(value)",
+        (METADATA,),
+    ),
+    Mutant(
+        "an added document answered but not stored",
+        "rag_api/kbadmin/writes.py",
+        "    _insert(collection, chunks, seqs, api_provenance(body.persist, body.dynamic))\n"
+        '    return {"added": len(chunks), "sources": [source]',
+        '    return {"added": len(chunks), "sources": [source]',
+        (AUTH_OFF,),
+    ),
+    # the timing-dependent tests, rewritten to wait on conditions: still failing when broken
+    Mutant(
+        "a migration's write gate holds nothing",
+        "rag_api/points/collection.py",
+        'catch-up and alias swap."""\n        with self._target_lock.write():\n            yield',
+        'catch-up and alias swap."""\n        yield',
+        (MIGRATE_GATE,),
+    ),
+    Mutant(
+        "two reconciles of a collection at once",
+        "rag_api/indexing/sync.py",
+        "    with collection.syncing:",
+        "    if True:",
+        (TWO_RECONCILES,),
+    ),
+    Mutant(
+        "the watcher ignores its quiet period",
+        "indexer/watcher.py",
+        "CollectionState(collection, self.debounce_s)",
+        "CollectionState(collection, 0.0)",
+        (SAVE_BURST,),
+    ),
+]
+
+
+def scratch_copy(into: Path) -> None:
+    """The working tree's files (tracked and untracked, not ignored) copied under `into`."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    ).stdout.decode()
+    for rel in filter(None, listed.split("\0")):
+        source = ROOT / rel
+        if not source.is_file():  # deleted in the working tree, or a submodule
+            continue
+        target = into / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+
+
+def run_tests(copy: Path, tests: tuple[str, ...]) -> tuple[bool, str]:
+    """Whether the tests passed in the copy, and the last lines of their output."""
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+    command = [str(PYTHON), "-m", "pytest", "-p", "no:cacheprovider", "-q", "-x", *tests]
+    try:
+        done = subprocess.run(
+            command, cwd=copy, env=env, capture_output=True, text=True, timeout=TIMEOUT_S
+        )
+    except subprocess.TimeoutExpired:
+        return False, f"timed out after {TIMEOUT_S} s"
+    tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-3:])
+    return done.returncode == 0, tail
+
+
+def check_imports(copy: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(copy)}
+    where = subprocess.run(
+        [str(PYTHON), "-c", "import rag_api; print(rag_api.__file__)"],
+        cwd=copy,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    if not Path(where).is_relative_to(copy):
+        sys.exit(f"the copy's rag_api is not the one imported ({where}): the audit would lie")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("only", nargs="?", default="", help="run mutants whose name has this")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch copy")
+    args = parser.parse_args()
+    mutants = [m for m in MUTANTS if args.only.lower() in m.name.lower()]
+    copy = Path(tempfile.mkdtemp(prefix="rag-mutants-"))
+    rows: list[tuple[str, str, str, str]] = []
+    ok = True
+    try:
+        scratch_copy(copy)
+        check_imports(copy)
+        for test in dict.fromkeys(t for m in mutants for t in m.tests):
+            started = time.monotonic()
+            passed, tail = run_tests(copy, (test,))
+            rows.append(("(none: baseline)", test, "passes" if passed else "FAILS", ""))
+            print(
+                f"baseline {test}: {'passes' if passed else 'FAILS'} "
+                f"({time.monotonic() - started:.0f} s)",
+                file=sys.stderr,
+            )
+            if not passed:
+                ok = False
+                print(tail, file=sys.stderr)
+        for mutant in mutants:
+            path = copy / mutant.path
+            original = path.read_text()
+            if original.count(mutant.old) != 1:
+                rows.append((mutant.name, "-", "NOT APPLIED", "the code to mutate has changed"))
+                ok = False
+                continue
+            path.write_text(original.replace(mutant.old, mutant.new))
+            try:
+                for test in mutant.tests:
+                    started = time.monotonic()
+                    passed, tail = run_tests(copy, (test,))
+                    caught = not passed
+                    ok = ok and caught
+                    last = tail.splitlines()[-1] if tail else ""
+                    rows.append((mutant.name, test, "yes" if caught else "NO", last))
+                    print(
+                        f"{mutant.name} / {test}: {'caught' if caught else 'SURVIVED'} "
+                        f"({time.monotonic() - started:.0f} s)",
+                        file=sys.stderr,
+                    )
+            finally:
+                path.write_text(original)
+    finally:
+        if args.keep:
+            print(f"scratch copy kept: {copy}", file=sys.stderr)
+        else:
+            shutil.rmtree(copy, ignore_errors=True)
+    print("| mutant | test | caught |")
+    print("|---|---|---|")
+    for name, test, caught, _ in rows:
+        print(f"| {name} | `{test.split('/')[-1]}` | {caught} |")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
