@@ -27,8 +27,10 @@ from rag_api.store import SparseEncoder
 
 MAX_PASSAGES = 3  # passages whose sentences are candidates
 MAX_CANDIDATES = 40  # sentences scored at most, the best passages' first
-SECOND_WITHIN = 0.12  # a second sentence is quoted when it scores this close to the best
-SECOND_MAX_CHARS = 360  # ... and both fit in this many characters
+# weights beside the words' 0.8: the heading's words, each kind of answer asked for, a passage rank
+HEADING, ASKED, RANK = 0.4, 0.12, 0.12
+SECOND_WITHIN = 0.16  # a second sentence is quoted when it scores this close to the best
+SECOND_MAX_CHARS = 500  # ... and both fit in this many characters
 
 _WORD = re.compile(r"\w+")
 _NUMBER = re.compile(r"\d")
@@ -139,9 +141,9 @@ def score(question: str, candidates: list[Candidate], encoder: SparseEncoder) ->
     asks = {kind for kind, cue in _ASKS.items() if cue.search(question.lower())}
     for i, candidate in enumerate(candidates):
         value = 0.8 * sum(weight[f] for f in found[i]) / total
-        value += 0.4 * sum(weight.get(f, 0.0) for f in under[i]) / total
-        value += 0.12 * len(asks & _holds(candidate.text, asked_words))
-        value -= 0.12 * (candidate.n - 1) + 0.005 * min(candidate.position, 10)
+        value += HEADING * sum(weight.get(f, 0.0) for f in under[i]) / total
+        value += ASKED * len(asks & _holds(candidate.text, asked_words))
+        value -= RANK * (candidate.n - 1) + 0.005 * min(candidate.position, 10)
         candidate.score = value
 
 
