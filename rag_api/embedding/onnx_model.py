@@ -18,6 +18,7 @@ import numpy as np
 
 from rag_api.atomic import publish_folder
 from rag_api.embedding.batch_threads import batch_workers
+from rag_api.embedding.devices import Placement
 from rag_api.embedding.embedders import Embedder, load_sentence_transformer, local_model_path
 from rag_api.embedding.onnx_export import FP32_FILE, INT8_FILE, export_pipeline, quantize
 from rag_api.errors import ConfigError
@@ -302,6 +303,9 @@ class OnnxEmbedder(Embedder):
 
     def dimension(self) -> int:
         return self.dim
+
+    def placement(self) -> Placement:
+        return Placement("cpu", "int8" if self.runtime == "onnx-int8" else "fp32")
 
     def verify(self) -> list[str]:
         """What no longer matches between the cached export and the model's files."""

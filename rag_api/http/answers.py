@@ -27,6 +27,8 @@ class Ready(Answer):
     store: str | None = None
     collections: list[str] | None = None
     disk: dict[str, Any] | None = None  # free space of the store's disk, when it is watched
+    # collection -> its embedder's device, precision and query device
+    embedders: dict[str, dict[str, str | None]] | None = None
 
 
 class CollectionSummary(Answer):
@@ -37,6 +39,8 @@ class CollectionSummary(Answer):
     kb: str | None
     embedder: str  # provider:model
     dim: int
+    device: str  # where the embedder runs (cpu, cuda:N, mps) or a remote model's URL
+    precision: str | None  # fp32, fp16, bf16 or int8; null for a remote embedder
     mode: Mode
     llm: str  # "extractive" or provider:model
     physical: str | None  # the Qdrant collection the alias points at
@@ -179,7 +183,9 @@ class Status(Answer):
     temporary_chunks: int
     embedding_model: str
     embedding_dim: int
-    device: str  # "cpu" for in-process embedders, else the provider's URL
+    device: str  # in-process embedders: cpu, cuda:N or mps (batches); else the provider's URL
+    precision: str | None  # fp32, fp16, bf16 or int8; null for a remote embedder
+    query_device: str | None  # where one query is embedded (the CPU path may answer it faster)
     language: str
     top_k: int
     threshold: float

@@ -18,7 +18,6 @@ from rag_api.kbadmin.chunks import API_CHUNKS, TEMPORARY, chunk_view, result_vie
 from rag_api.llm.prompts import pack
 from rag_api.payload import DYNAMIC, SOURCE, StoredChunk
 from rag_api.points.collection import Collection
-from rag_api.providers import EMBEDDERS
 from rag_api.search.passage import Passage
 from rag_api.search.retrieval import SearchOutcome, SearchRequest, search
 from rag_api.store import Selector
@@ -38,7 +37,7 @@ def status(hub: Hub, collection: Collection) -> dict[str, Any]:
         "temporary_chunks": collection.count(TEMPORARY),
     }
     embedder = cfg.embedder
-    in_process = not EMBEDDERS.get(embedder.provider).remote
+    placement = hub.embeddings.where(embedder).view()
     return {
         "enabled": True,
         "collection": collection.name,
@@ -46,7 +45,7 @@ def status(hub: Hub, collection: Collection) -> dict[str, Any]:
         **counts,
         "embedding_model": embedder.id,
         "embedding_dim": embedder.dim,
-        "device": "cpu" if in_process else (embedder.base_url or hub.settings.ollama_url),
+        **placement,  # device (or a remote model's URL), precision, query_device
         "language": cfg.language,
         "top_k": cfg.retrieval.top_k,
         "threshold": cfg.retrieval.threshold,

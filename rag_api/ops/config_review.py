@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from rag_api.config import EmbedderConfig, HubConfig
+from rag_api.config import CollectionConfig, EmbedderConfig, HubConfig
+from rag_api.embedding import devices
 from rag_api.embedding.dims import dim_problem, offline_problem
 from rag_api.embedding.languages import knows_language, model_languages
 from rag_api.errors import RagError
@@ -43,12 +44,29 @@ def review(settings: Settings, config: HubConfig, online: bool = False) -> list[
             item.notes.append(f"dim of {embedder.id} not checked: --online asks the model")
         elif problem := (_asked(settings, embedder) if online else offline_problem(embedder)):
             item.problems.append(problem)
+        _review_devices(item, name, cfg)
         if (
             note := _weighting_note(cfg.retrieval.side_weights, embedder, cfg.language)
         ) is not None:
             item.notes.append(note)
         reviews.append(item)
     return reviews
+
+
+def _review_devices(item: Review, name: str, cfg: CollectionConfig) -> None:
+    """`device` of the in-process models: one this machine lacks is a problem; auto a note."""
+    blocks = []
+    if cfg.embedder.provider == "sentence-transformers":
+        blocks.append((f"embedder {cfg.embedder.id}", cfg.embedder.device))
+    if cfg.rerank is not None and cfg.rerank.enabled:
+        blocks.append((f"rerank model '{cfg.rerank.model}'", cfg.rerank.device))
+    for what, device in blocks:
+        if (problem := devices.problem(device, f"collection '{name}': {what}")) is not None:
+            item.problems.append(problem)
+        elif device == "auto":
+            item.notes.append(
+                f"{what}: device auto runs on {devices.resolve(device)} here ({devices.found()})"
+            )
 
 
 def _weighting_note(setting: str, embedder: EmbedderConfig, language: str) -> str | None:

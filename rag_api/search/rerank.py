@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from rag_api.config import RerankConfig
+from rag_api.embedding import devices
 from rag_api.embedding.embedders import prepare_offline_models
 from rag_api.errors import ConfigError, InvalidRequest
 
@@ -44,7 +45,7 @@ def rerank(cfg: RerankConfig, query: str, passages: Sequence[Passage]) -> list[P
     """The passages ordered by the cross-encoder's score of (query, passage text), best first."""
     if not passages:
         return []
-    model = load_cross_encoder(cfg.model)
+    model = load_cross_encoder(cfg.model, cfg.device)
     scores = model.predict(
         [(query, p.text) for p in passages], batch_size=BATCH_SIZE, show_progress_bar=False
     )
@@ -53,15 +54,19 @@ def rerank(cfg: RerankConfig, query: str, passages: Sequence[Passage]) -> list[P
 
 
 @functools.lru_cache(maxsize=4)
-def load_cross_encoder(model: str):
-    """The sentence-transformers CrossEncoder at a local path or cached name, loaded once."""
+def load_cross_encoder(model: str, device: str = "auto"):
+    """The sentence-transformers CrossEncoder at a local path or cached name, loaded once, on
+    `device` (auto: a GPU when torch can use one; cuda without one is a ConfigError)."""
+    where = devices.resolve(device, f"rerank model '{model}'")
     prepare_offline_models()
     from sentence_transformers import CrossEncoder
 
     try:
-        return CrossEncoder(model, device="cpu")
+        loaded = CrossEncoder(model, device=where)
     except Exception as exc:
         raise ConfigError(
             f"rerank model '{model}' cannot be loaded offline ({exc}); give a local folder or a "
             "model in the local Hugging Face cache (e.g. cross-encoder/ms-marco-MiniLM-L-6-v2)"
         ) from exc
+    devices.announce(f"rerank model '{model}'", device, where, " (fp32)")
+    return loaded

@@ -22,7 +22,7 @@ async function loadSummary() {
     return;
   }
   const files = found.files === null ? "no kb folder" : `${found.files} file(s)`;
-  summary.textContent = `${found.description || ""} ${found.language} · ${found.embedder} (${found.dim} d) · ${files} · ${found.points} chunks`.trim();
+  summary.textContent = `${found.description || ""} ${found.language} · ${found.embedder} (${found.dim} d, ${found.device}${found.precision ? " " + found.precision : ""}) · ${files} · ${found.points} chunks`.trim();
 }
 
 function fileRow(file) {

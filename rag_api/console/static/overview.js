@@ -29,6 +29,7 @@ function card(c) {
   const rows = [
     ["Language", c.language],
     ["Model", `${c.embedder} (${c.dim} d)`],
+    ["Device", `${c.device}${c.precision ? " " + c.precision : ""}`],
     ["Files", c.files === null ? (c.kb_problem || "no kb folder (API-fed)") : c.files],
     ["Chunks", c.points],
     ["Last sync", when(c.watcher.last_sync)],

@@ -53,6 +53,9 @@ def ready(hub: OpenedDep, principal: PrincipalDep) -> dict[str, Any]:
         "collections": names,
         "kb_folders": kb_folders,
         "llm": llm,
+        "embedders": {
+            n: hub.embeddings.where(hub.collections[n].cfg.embedder).view() for n in names
+        },
     }
     disk = getattr(hub.store, "disk", None)
     if disk is not None:

