@@ -45,6 +45,8 @@ ROUTES: dict[tuple[str, str], tuple[str, str, Any]] = {
     ),
     ("POST", "/v1/responses"): ("read", "/v1/responses", {"model": "docs", "input": "refund?"}),
     ("POST", "/responses"): ("read", "/responses", {"model": "docs", "input": "refund?"}),
+    ("POST", "/v1/embeddings"): ("read", "/v1/embeddings", {"model": "docs", "input": "refund"}),
+    ("POST", "/embeddings"): ("read", "/embeddings", {"model": "docs", "input": "refund"}),
     ("POST", "/v1/ops/check"): ("report", "/v1/ops/check", {"collection": "docs"}),
     ("POST", "/v1/ops/migrate/plan"): (
         "admin",

@@ -193,7 +193,7 @@ def test_every_openai_route_answers_errors_in_openai_shape(tmp_path, make_settin
         for route in router.routes
         for method in route.methods
     ]
-    assert len(calls) == 8, calls
+    assert len(calls) == 10, calls
     key = {"Authorization": "Bearer reader-key"}
     with live.client() as client:
         for method, path in calls:

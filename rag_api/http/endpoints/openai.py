@@ -7,6 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from rag_api.answering.sse import EventStream
 from rag_api.http.answers import STREAMED, ChatCompletion, ModelCard, ModelList, ResponseObject
@@ -17,6 +18,7 @@ from rag_api.http.openai_errors import OpenAIRoute
 from rag_api.openai_compat import chat, responses
 from rag_api.openai_compat.bodies import ChatRequest, ResponsesRequest
 from rag_api.openai_compat.conversation import from_chat, from_responses
+from rag_api.openai_compat.embeddings import EmbeddingsRequest, create_embeddings
 from rag_api.openai_compat.models import find_model, model_card, models
 from rag_api.openai_compat.reply import start_reply
 
@@ -73,3 +75,11 @@ async def create_response(
     if body.stream:
         return EventStream(responses.response_events(reply, body), reply.close, generation)
     return JSONResponse(await generation.run(responses.response, reply, body))
+
+
+@router.post("/embeddings", **TWIN)
+@router.post("/v1/embeddings")
+async def embeddings(body: EmbeddingsRequest, hub: HubDep) -> JSONResponse:
+    """Vectors by a collection's embedder: `model` is the collection (document side) or
+    `<collection>:query` (query side)."""
+    return JSONResponse(await run_in_threadpool(create_embeddings, hub, body))
