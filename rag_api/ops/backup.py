@@ -32,6 +32,9 @@ from rag_api.store import PointData
 
 log = logging.getLogger("rag_api.ops.backup")
 PAGE = 512  # points read per engine call under the hold
+# a backup inside the server rests this many times as long as each page took, so the requests it
+# shares the interpreter with wait less often for it (one third of a core at most)
+SERVER_PACE = 2.0
 STAMP = "%Y%m%dT%H%M%SZ"
 PARTIAL = ".partial-"
 
@@ -65,8 +68,11 @@ def hub_version() -> str:
         return "unknown"
 
 
-def read_collection(collection: Collection, taken_at: str) -> tuple[CollectionCopy, float]:
-    """Every point of the collection in one state (its writes held meanwhile); how long they were."""
+def read_collection(
+    collection: Collection, taken_at: str, pace: float = 0.0
+) -> tuple[CollectionCopy, float]:
+    """Every point of the collection in one state (its writes held meanwhile); how long they were.
+    `pace`: rest after each page (rag_api.ops.backup.SERVER_PACE)."""
     store = collection.store
     with collection.writes_held():
         held = time.monotonic()
@@ -76,10 +82,12 @@ def read_collection(collection: Collection, taken_at: str) -> tuple[CollectionCo
         if info is not None:
             offset: str | None = None
             while True:
+                started = time.monotonic()
                 page, offset = store.export(info.physical, PAGE, offset)
                 pages.append(page)
                 if offset is None:
                     break
+                _rest(pace, started)
             indexes = store.payload_indexes(info.physical)
         cfg = collection.cfg
         held = time.monotonic() - held
@@ -97,9 +105,12 @@ def read_collection(collection: Collection, taken_at: str) -> tuple[CollectionCo
     return CollectionCopy(header, pages), held
 
 
-def take_backup(hub: Hub, names: list[str] | None = None, to: Path | None = None) -> BackupResult:
+def take_backup(
+    hub: Hub, names: list[str] | None = None, to: Path | None = None, pace: float = 0.0
+) -> BackupResult:
     """Back up these collections (default: every configured one) into a new folder under `to`
-    (default RAG_BACKUP_DIR); retention prunes that folder's older backups when `to` is unset."""
+    (default RAG_BACKUP_DIR); retention prunes that folder's older backups when `to` is unset.
+    `pace`: rest after each page, so the requests of a server beside it wait less."""
     started = time.monotonic()
     chosen = (
         [hub.collection(n, enabled_only=False).name for n in names]
@@ -122,9 +133,9 @@ def take_backup(hub: Hub, names: list[str] | None = None, to: Path | None = None
     try:
         work.mkdir()
         for name in chosen:
-            copy, held = read_collection(hub.collections[name], taken_at)
+            copy, held = read_collection(hub.collections[name], taken_at, pace)
             result.held_s[name] = round(held, 4)
-            entry = _write_collection(work, copy)
+            entry = _write_collection(work, copy, pace)
             manifest["collections"][name] = entry
             result.collections[name] = entry
             log.info("%s: %d points backed up (writes held %.3f s)", name, entry["points"], held)
@@ -155,12 +166,14 @@ def take_backup(hub: Hub, names: list[str] | None = None, to: Path | None = None
     return result
 
 
-def _write_collection(folder: Path, copy: CollectionCopy) -> dict[str, Any]:
+def _write_collection(folder: Path, copy: CollectionCopy, pace: float) -> dict[str, Any]:
     rel = fmt.collection_file(copy.header.collection)
     writer = fmt.CollectionWriter(folder / rel, copy.header)
     try:
         for page in copy.pages:
+            started = time.monotonic()
             writer.write(page)
+            _rest(pace, started)
         entry = writer.close()
     except BaseException:
         writer.abort()
@@ -168,6 +181,11 @@ def _write_collection(folder: Path, copy: CollectionCopy) -> dict[str, Any]:
     header = copy.header
     return {"file": rel, **entry, "points": header.points, "physical": header.physical,
             "embedder": header.embedder, "dim": header.dim}  # fmt: skip
+
+
+def _rest(pace: float, started: float) -> None:
+    if pace > 0:
+        time.sleep(pace * (time.monotonic() - started))
 
 
 def _copy_extra(data_dir: Path, keys: Path, folder: Path) -> dict[str, dict[str, Any]]:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from rag_api.embedding.batch_threads import lower_this_thread
 from rag_api.errors import JobNotFound, RagError
 from rag_api.hub import Hub
-from rag_api.ops.backup import take_backup
+from rag_api.ops.backup import SERVER_PACE, take_backup
 
 Status = Literal["queued", "running", "done", "failed"]
 HISTORY = 50
@@ -88,7 +88,7 @@ class BackupJobs:
                 if hub is None:
                     raise RagError("the hub was closed before the backup ran")
                 to = None if job.to is None else Path(job.to)
-                job.result = take_backup(hub, job.collections, to).as_dict()
+                job.result = take_backup(hub, job.collections, to, SERVER_PACE).as_dict()
                 job.status = "done"
             except RagError as exc:
                 job.error, job.status = {"code": exc.code, "message": exc.message}, "failed"

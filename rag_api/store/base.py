@@ -375,11 +375,13 @@ def record_from(point: Any, with_dense: bool) -> Record:
 
 def point_from(point: Any, dense_name: str) -> PointData:
     """A whole point (both vectors, payload) from either engine's record read with its vectors."""
-    vectors = point.vector if isinstance(point.vector, dict) else {dense_name: point.vector}
-    dense = vectors.get(dense_name) or dense_of(point.vector) or []
+    raw = point.vector  # an engine builds its Python lists anew on each access: read it once
+    vectors = raw if isinstance(raw, dict) else {dense_name: raw}
+    dense = vectors.get(dense_name) or dense_of(raw) or []
     bm25 = vectors.get(SPARSE)
     sparse = None if bm25 is None else SparseVec(list(bm25.indices), list(bm25.values))
-    return PointData(str(point.id), list(dense), point.payload or {}, sparse)
+    return PointData(str(point.id), dense if isinstance(dense, list) else list(dense),
+                     point.payload or {}, sparse)  # fmt: skip
 
 
 def hit_from(point: Any, with_dense: bool) -> Hit:
