@@ -1,13 +1,18 @@
 """Bearer keys on every route, from one place: each route depends on `require_reader`,
 `require_writer` or `require_admin`, which find the request's key in the app's Keyring, refuse it
-or set the request's grant (rag_api.access.grant) that every collection lookup then checks."""
+or set the request's grant (rag_api.access.grant) that every collection lookup then checks.
+
+`principal_of` declares the bearer scheme (`BEARER`) to OpenAPI, so every route that needs a key
+references it and /docs has an Authorize button; the scheme refuses nothing itself
+(`auto_error=False`): the refusals, and their bodies, are `authorize`'s."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 import anyio
-from fastapi import Depends, Request
+from fastapi import Depends, Request, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from rag_api.access.grant import Grant, Op, Principal, current
 from rag_api.access.keyring import Keyring
@@ -19,6 +24,13 @@ async def get_keyring(request: Request) -> Keyring:
 
 
 KeyringDep = Annotated[Keyring, Depends(get_keyring)]
+BEARER = HTTPBearer(
+    scheme_name="bearer",
+    description="RAG_API_KEY, RAG_ADMIN_API_KEY or a scoped key (`rag-hub keys create`); "
+    "not needed when no key is set",
+    auto_error=False,
+)
+DeclaredBearer = Annotated[HTTPAuthorizationCredentials | None, Security(BEARER)]
 
 
 def bearer_token(request: Request) -> str | None:
@@ -28,9 +40,12 @@ def bearer_token(request: Request) -> str | None:
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
-async def principal_of(request: Request, keyring: KeyringDep) -> Principal | None:
+async def principal_of(
+    request: Request, keyring: KeyringDep, _declared: DeclaredBearer = None
+) -> Principal | None:
     """Who the request's key is (None: no key, or one the hub does not know); a scoped key's
-    first use (its slow hash) is checked in a worker thread."""
+    first use (its slow hash) is checked in a worker thread. `_declared` only documents the
+    scheme: the token is read by `bearer_token`, as the hot reads read it."""
     token = bearer_token(request)
     found = keyring.known(token)
     if found is not None or token is None:

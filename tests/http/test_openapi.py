@@ -93,3 +93,25 @@ def test_answers_that_are_not_json_document_their_type(live) -> None:
     assert list(migrate["200"]["content"]) == [Events.media_type] == ["application/x-ndjson"]
     for refusals in (files, migrate):
         assert list(refusals["4XX"]["content"]) == ["application/json"]
+
+
+def test_the_bearer_scheme_is_declared_and_every_keyed_route_references_it(live) -> None:
+    """/docs has an Authorize button: the scheme is declared, each route that takes a key names it
+    (the public ones do not), and the refusals keep their bodies (tests/access)."""
+    schema = httpx.get(live.url + "/openapi.json").json()
+    assert schema["components"]["securitySchemes"]["bearer"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": schema["components"]["securitySchemes"]["bearer"]["description"],
+    }
+    operations = {
+        (method.upper(), path): operation
+        for path, item in schema["paths"].items()
+        for method, operation in item.items()
+    }
+    public = {("GET", "/health")}  # /ready takes a key too: with one it says more
+    for key, operation in operations.items():
+        expected = [] if key in public else [{"bearer": []}]
+        assert operation.get("security", []) == expected, key
+    for key in [("POST", "/v1/chat/completions"), ("POST", "/query/{collection}")]:
+        assert operations[key]["security"] == [{"bearer": []}]

@@ -12,7 +12,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from rag_api.access.grant import EVERY as EVERY_COLLECTION
 from rag_api.errors import Forbidden
-from rag_api.http.auth import KeyringDep, authorize, principal_of, require_admin
+from rag_api.http.auth import DeclaredBearer, KeyringDep, authorize, principal_of, require_admin
 from rag_api.http.deps import SettingsDep, WatcherDep, indexer_status
 from rag_api.observability.metrics import exposition
 
@@ -25,11 +25,13 @@ def status(watcher: WatcherDep) -> dict[str, Any]:
     return indexer_status(watcher)
 
 
-async def metrics_reader(request: Request, settings: SettingsDep, keyring: KeyringDep) -> None:
+async def metrics_reader(
+    request: Request, settings: SettingsDep, keyring: KeyringDep, declared: DeclaredBearer = None
+) -> None:
     """/metrics needs a key that reads every collection when keys are set, unless
     RAG_METRICS_PUBLIC=1."""
     if not settings.metrics_public:
-        principal = await principal_of(request, keyring)
+        principal = await principal_of(request, keyring, declared)
         authorize(request, principal, "read")
         if principal is not None and not principal.may("read", EVERY_COLLECTION):
             raise Forbidden("/metrics names every collection: it needs a key that reads them all")
