@@ -82,6 +82,11 @@ def store_owner(
     help="Stored chunks re-embedded to catch a silently changed model.",
 )
 @click.option(
+    "--verify-backups",
+    is_flag=True,
+    help="Restore each collection's newest backup into a scratch store and compare it.",
+)
+@click.option(
     "--output",
     type=click.Path(dir_okay=False, path_type=Path),
     help="Also write the JSON document to this file (replaced atomically).",
@@ -93,6 +98,7 @@ def check(
     as_json: bool,
     repair: bool,
     sample: int,
+    verify_backups: bool,
     output: Path | None,
 ) -> None:
     """Check collections against collections.yaml and their kb folders.
@@ -101,7 +107,7 @@ def check(
     """
     try:
         with store_owner(settings, admin=repair) as owner:  # a plain check only reads
-            document = owner.check(collection, repair, sample)
+            document = owner.check(collection, repair, sample, verify_backups)
     except RagError as exc:
         document = CheckReport.failed(exc.code, exc.message).as_dict()
     text = json.dumps(document, ensure_ascii=False)

@@ -52,8 +52,11 @@ class OpsClient:
         except (httpx.HTTPError, ValueError, AttributeError):
             return False
 
-    def check(self, collection: str | None, repair: bool, sample: int) -> dict[str, Any]:
+    def check(
+        self, collection: str | None, repair: bool, sample: int, verify_backups: bool = False
+    ) -> dict[str, Any]:
         body = {"collection": collection, "repair": repair, "sample": sample}
+        body |= {"verify_backups": verify_backups}
         return self._post("/v1/ops/check", body)
 
     def plan(self, body: dict[str, Any]) -> dict[str, Any]:

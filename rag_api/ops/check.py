@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from rag_api.errors import RagError
 from rag_api.evaluation.history import nightly
 from rag_api.hub import Hub
+from rag_api.ops.backup_verify import verify_last_backup
 from rag_api.ops.findings import ERROR, CheckReport, CollectionResult, Finding
 from rag_api.ops.inspection import inspect_collection
 from rag_api.ops.last_check import LastCheck
@@ -21,9 +22,14 @@ DEFAULT_SAMPLE = 16
 
 
 def run_check(
-    hub: Hub, name: str | None = None, repair: bool = False, sample: int = DEFAULT_SAMPLE
+    hub: Hub,
+    name: str | None = None,
+    repair: bool = False,
+    sample: int = DEFAULT_SAMPLE,
+    verify_backups: bool = False,
 ) -> CheckReport:
-    """Check one collection (any, even disabled) or every enabled one; never raises a RagError."""
+    """Check one collection (any, even disabled) or every enabled one; never raises a RagError.
+    `verify_backups`: restore each one's newest backup into a scratch store and compare."""
     started = time.monotonic()
     report = CheckReport(
         store=hub.store.location,
@@ -36,7 +42,11 @@ def run_check(
     try:
         names = [hub.collection(name, enabled_only=False).name] if name else hub.visible()
         for each in names:
-            report.results.append(check_collection(hub, each, repair, sample, explicit=bool(name)))
+            result = check_collection(hub, each, repair, sample, explicit=bool(name))
+            if verify_backups and not result.skipped:
+                if (wrong := verify_last_backup(hub, each)) is not None:
+                    result.findings.append(Finding(each, "backup", ERROR, wrong))
+            report.results.append(result)
     except RagError as exc:
         log.error("check could not run: %s", exc.message)
         report = CheckReport.failed(exc.code, exc.message, store=report.store, repair=repair)

@@ -23,8 +23,10 @@ class LocalOps:
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
 
-    def check(self, collection: str | None, repair: bool, sample: int) -> dict[str, Any]:
-        return run_check(self.hub, collection, repair, sample).as_dict()
+    def check(
+        self, collection: str | None, repair: bool, sample: int, verify_backups: bool = False
+    ) -> dict[str, Any]:
+        return run_check(self.hub, collection, repair, sample, verify_backups).as_dict()
 
     def plan(self, body: dict[str, Any]) -> dict[str, Any]:
         return MigrateBody.model_validate(body).plan(self.hub).as_dict()

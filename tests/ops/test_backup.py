@@ -232,3 +232,24 @@ def test_the_scoped_keys_file_goes_with_the_backup_as_it_is(world, tmp_path: Pat
     assert copied.stat().st_mode & 0o777 == 0o600 and secret not in copied.read_text()
     manifest = json.loads((Path(result.path) / fmt.MANIFEST).read_text())
     assert f"keys/{settings.keys_path.name}" in manifest["extra"]
+
+
+def test_check_verify_backups_restores_the_newest_into_a_scratch_store(world, tmp_path) -> None:
+    from rag_api.ops.check import run_check
+
+    settings, kb = world
+    hub = opened(settings)
+    try:
+        populate(hub.collection("docs"), kb)
+        taken = take_backup(hub)  # into RAG_BACKUP_DIR, where check looks
+        report = run_check(hub, "docs", verify_backups=True)
+        assert [f for f in report.results[0].findings if f.check == "backup"] == []
+        live = state(hub, "docs")
+        path = Path(taken.path) / taken.collections["docs"]["file"]
+        path.write_bytes(path.read_bytes()[:-40])  # the newest backup truncated on disk
+        report = run_check(hub, "docs", verify_backups=True)
+        found = [f.detail for f in report.results[0].findings if f.check == "backup"]
+        assert len(found) == 1 and "does not restore" in found[0], found
+        assert state(hub, "docs") == live  # the live collection untouched
+    finally:
+        hub.close()

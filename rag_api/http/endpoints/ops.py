@@ -38,6 +38,7 @@ class CheckBody(BaseModel):
     collection: str | None = None
     repair: bool = False
     sample: Annotated[int, Field(ge=0, le=10_000)] = DEFAULT_SAMPLE
+    verify_backups: bool = False  # restore each newest backup into a scratch store and compare
 
 
 class CollectionBody(BaseModel):
@@ -54,7 +55,8 @@ def check(
     needs the reader key, repairing the admin key."""
     if body.repair:
         authorize(request, principal, "write", admin=True)
-    return run_check(hub, body.collection, body.repair, body.sample).as_dict()
+    found = run_check(hub, body.collection, body.repair, body.sample, body.verify_backups)
+    return found.as_dict()
 
 
 @router.post("/migrate/plan", dependencies=ADMIN)
