@@ -29,6 +29,7 @@ from rag_api.http.error_responses import ERRORS, install_error_handlers
 from rag_api.http.hot_reads import HotReads
 from rag_api.http.json_body import JsonBodies
 from rag_api.http.limits import BodyLimit
+from rag_api.http.openai_errors import UnknownOpenAIPath
 from rag_api.http.request_log import RequestLog
 from rag_api.hub import Hub
 from rag_api.kbadmin.writes import drop_temporary
@@ -128,4 +129,7 @@ def create_app(
     console.install(app)  # the pages at / (data comes from the API above, with the tab's key)
     # what the error handlers match a request against when it failed before routing
     app.state.routes = [route for router in routers for route in router.routes]
+    app.state.routes.append(
+        UnknownOpenAIPath(app.state.routes)
+    )  # an unknown /v1/... in OpenAI's shape
     return app

@@ -15,6 +15,8 @@ from typing import Any
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
+from starlette.routing import BaseRoute, Match
+from starlette.types import Scope
 
 from rag_api.http.error_responses import Headers
 
@@ -60,3 +62,29 @@ class OpenAIRoute(APIRoute):
         }
         options["responses"] = {**(options.get("responses") or {}), **errors}
         super().__init__(path, endpoint, **options)
+
+
+class UnknownOpenAIPath:
+    """Where no route matches: a path under /v1/ outside the hub's own /v1 families (`/v1/rag`,
+    `/v1/ops`, `/v1/collections`, ... taken from the app's routes) is an OpenAI client's guess at
+    an endpoint the hub lacks (`/v1/audio/speech`, `/v1/files`), so its 404 takes OpenAI's shape.
+    Listed last in the app's `state.routes`, which the error handlers match unrouted requests
+    against (rag_api.http.error_responses.route_of); it routes nothing."""
+
+    render_error = staticmethod(openai_error_response)
+
+    def __init__(self, routes: list[BaseRoute]) -> None:
+        self.hub_families = {
+            parts[2]
+            for route in routes
+            if not isinstance(route, OpenAIRoute)
+            and len(parts := getattr(route, "path", "").split("/")) > 2
+            and parts[1] == "v1"
+        }
+
+    def matches(self, scope: Scope) -> tuple[Match, dict[str, Any]]:
+        parts = scope.get("path", "").split("/")
+        if len(parts) > 1 and parts[1] == "v1":
+            if len(parts) == 2 or parts[2] not in self.hub_families:
+                return Match.FULL, {}
+        return Match.NONE, {}

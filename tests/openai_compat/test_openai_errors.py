@@ -228,3 +228,20 @@ def test_a_model_name_with_a_line_break_is_an_unknown_model(tmp_path, make_setti
         response = http.get("/models/a%0Ab%0D")
     assert response.status_code == 404
     assert response.json()["error"]["code"] == "model_not_found", response.text
+
+
+def test_an_unknown_v1_path_is_404_in_openai_shape(server, client):
+    """An OpenAI client's guess at an endpoint the hub lacks gets OpenAI's 404 (the SDK raises
+    NotFoundError); an unknown path of the hub's own /v1 families, or outside /v1, keeps the hub's."""
+    with pytest.raises(openai.NotFoundError) as info:
+        client.audio.speech.create(model="docs", voice="alloy", input="hi")
+    assert info.value.code == "not_found"
+    for method, path in (("GET", "/v1/files"), ("POST", "/v1/completions"), ("GET", "/v1")):
+        response = httpx.request(method, server.url + path, json={})
+        assert response.status_code == 404, path
+        error = response.json()["error"]
+        assert set(error) == {"message", "type", "param", "code"}, path
+        assert (error["type"], error["code"]) == ("invalid_request_error", "not_found")
+        assert error["message"] == f"no route {method} {path}"
+    for path in ("/v1/rag/nope", "/v1/ops/nope", "/nope"):
+        assert_error_shape(httpx.get(server.url + path), 404, "NOT_FOUND")
