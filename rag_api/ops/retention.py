@@ -24,6 +24,10 @@ class Listed:
     taken: datetime
     manifest: dict[str, Any]
 
+    def summary(self) -> dict[str, Any]:
+        """What the console shows of a collection's last backup."""
+        return {"taken_at": self.manifest["taken_at"], "path": str(self.path)}
+
     def as_dict(self, now: datetime) -> dict[str, Any]:
         return {
             "name": self.path.name,

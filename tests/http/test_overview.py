@@ -68,6 +68,14 @@ def test_overview_gathers_each_collections_state(tmp_path: Path, make_settings, 
     migration = by_name(reader.get("/v1/overview").json())["docs"]["migration"]
     assert migration == {"running": False, "pending": "docs__v2"}
 
+    assert rows["docs"]["last_backup"] is None
+    from rag_api.ops.backup import take_backup
+
+    taken = take_backup(server.hub, ["docs"])
+    rows = by_name(reader.get("/v1/overview").json())
+    assert rows["docs"]["last_backup"] == {"taken_at": taken.taken_at, "path": taken.path}
+    assert rows["voice"]["last_backup"] is None
+
 
 def test_overview_shows_the_watchers_last_sync(tmp_path: Path, make_settings, serve) -> None:
     server = serve(make_settings(world(tmp_path)), watch=True)

@@ -22,7 +22,8 @@ async function loadSummary() {
     return;
   }
   const files = found.files === null ? "no kb folder" : `${found.files} file(s)`;
-  summary.textContent = `${found.description || ""} ${found.language} · ${found.embedder} (${found.dim} d, ${found.device}${found.precision ? " " + found.precision : ""}) · ${files} · ${found.points} chunks`.trim();
+  const backup = found.last_backup ? `last backup ${when(found.last_backup.taken_at)}` : "no backup";
+  summary.textContent = `${found.description || ""} ${found.language} · ${found.embedder} (${found.dim} d, ${found.device}${found.precision ? " " + found.precision : ""}) · ${files} · ${found.points} chunks · ${backup}`.trim();
 }
 
 function fileRow(file) {

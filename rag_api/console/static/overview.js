@@ -36,6 +36,7 @@ function card(c) {
     ["Watcher", watcherText(c.watcher)],
     ["Last check", checkText(c.last_check)],
     ["Migration", migrationText(c.migration)],
+    ["Last backup", c.last_backup ? when(c.last_backup.taken_at) : "none"],
   ];
   const state = c.error ? "error" : c.last_check && c.last_check.status !== "healthy" ? "warn" : "ok";
   return el("article", { class: "card " + state, dataset: { collection: c.name } },

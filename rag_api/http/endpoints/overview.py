@@ -20,6 +20,7 @@ from rag_api.hub import Hub
 from rag_api.indexing import kb
 from rag_api.ops.last_check import LastCheck
 from rag_api.ops.migrate import migrating
+from rag_api.ops.retention import last_backups
 from rag_api.ops.versions import versions
 from rag_api.store import version_of
 
@@ -35,6 +36,7 @@ def overview(
     `access`: `admin` (may change the knowledge base) or `read`; `keys`: whether keys are set."""
     state_of = indexer_status(watcher)
     checks = LastCheck(hub.settings.data_dir).read()
+    backups = last_backups(hub.settings.backups_path)
     rows = []
     for name in hub.visible():
         row = hub.describe(name)
@@ -46,6 +48,7 @@ def overview(
             else {}
         )
         row["last_check"] = checks.get(name)
+        row["last_backup"] = backups[name].summary() if name in backups else None
         row["migration"] = _migration(hub, name, row["physical"])
         rows.append(row)
     return {
