@@ -13,6 +13,7 @@ from rag_api.llm.generators import (
     Generation,
     GeneratorRouter,
     Messages,
+    Options,
     ThinkFilter,
     Usage,
     pieces,
@@ -79,9 +80,11 @@ def answer(
     temperature: float | None = None,
     max_tokens: int | None = None,
     language: str | None = None,
+    options: Options | None = None,
 ) -> AnswerStream:
     """Start answering `question` from `passages` with the collection's LLM, in `language`
-    (default: the collection's; `auto` decides it when passages of several collections mix)."""
+    (default: the collection's; `auto` decides it when passages of several collections mix);
+    `options` go to the LLM as the client sent them (the extractive answer has no use for them)."""
     cfg = collection.cfg
     lang = language or cfg.language
     if not passages:
@@ -97,7 +100,7 @@ def answer(
         *(history or []),
         {"role": "user", "content": question},
     ]
-    generation = Generation(generator.name, generator.model)
+    generation = Generation(generator.name, generator.model, options=options or Options())
     LLM_CALLS.labels(generator.name).inc()
     upstream = generators.stream(
         cfg.llm,

@@ -32,14 +32,42 @@ class Usage:
         }
 
 
+@dataclass(frozen=True)
+class Options:
+    """What a client asked of the generation besides temperature and the token limit, forwarded to
+    the upstream as is (None / empty: the upstream's own default). Ollama takes them in its
+    `options`; an OpenAI-compatible server as request fields of the same names."""
+
+    top_p: float | None = None
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+
+    def fields(self) -> dict[str, Any]:
+        """The options that were set, by their OpenAI names."""
+        fields: dict[str, Any] = {
+            "top_p": self.top_p,
+            "seed": self.seed,
+            "presence_penalty": self.presence_penalty,
+            "frequency_penalty": self.frequency_penalty,
+        }
+        fields = {name: value for name, value in fields.items() if value is not None}
+        if self.stop:
+            fields["stop"] = list(self.stop)
+        return fields
+
+
 @dataclass
 class Generation:
-    """A generation in progress: `Generator.stream` yields its text, then fills in usage and finish_reason."""
+    """A generation in progress: `Generator.stream` reads the client's `options`, yields its
+    text, then fills in usage and finish_reason. A plugin's generator may ignore `options`."""
 
     name: str
     model: str | None
     usage: Usage = field(default_factory=Usage)
     finish_reason: str = "stop"
+    options: Options = field(default_factory=Options)
 
 
 class Generator(ABC):
@@ -70,6 +98,7 @@ class OllamaGenerator(Generator):
         options: dict[str, Any] = {"temperature": temperature}
         if max_tokens:
             options["num_predict"] = max_tokens
+        options |= generation.options.fields()  # Ollama's names are OpenAI's for these
         try:
             chunks = self._client.chat(
                 model=self.model, messages=messages, stream=True, options=options
@@ -118,6 +147,7 @@ class OpenAIGenerator(Generator):
                 max_tokens=max_tokens,
                 stream=True,
                 stream_options={"include_usage": True},
+                **generation.options.fields(),
             )
             iterator = iter(response)
             first = next(iterator, None)

@@ -1,8 +1,14 @@
 """Request bodies of /v1/chat/completions and /v1/responses: the OpenAI fields the hub uses.
 
-Clients send many more OpenAI options (top_p, tools, user, store, ...); they are accepted and
-ignored, so AnythingLLM, Open WebUI and the SDKs work unchanged. Message contents are checked
-and flattened by `conversation`, which names the exact part that is wrong.
+Three kinds of fields (docs/openai.md lists them all):
+- honoured by the hub: model, messages / input / instructions, stream, stream_options;
+- forwarded to the LLM as sent: temperature, top_p, the token limit, stop, seed, and the penalties
+  (`options()`);
+- refused with a 400 naming the field, because the hub cannot do what they ask and an answer
+  without it would look like one with it: `n` > 1, logprobs, audio or image output.
+Anything else (user, metadata, service_tier, ...) is accepted and ignored, so AnythingLLM, Open
+WebUI and the SDKs work unchanged. Message contents are checked and flattened by
+`conversation`, which names the exact part that is wrong.
 """
 
 from __future__ import annotations
@@ -11,9 +17,26 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from rag_api.llm.generators import Options
+
 ModelName = Annotated[str, Field(min_length=1, max_length=256)]
 Temperature = Annotated[float, Field(ge=0.0, le=2.0)]
+TopP = Annotated[float, Field(ge=0.0, le=1.0)]
+Penalty = Annotated[float, Field(ge=-2.0, le=2.0)]
 TokenLimit = Annotated[int, Field(gt=0)]
+Seed = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+NO_LOGPROBS = "is not supported: the hub's answers carry no token log probabilities"
+
+
+def _refused(reason: str) -> Any:
+    """A field validator that refuses any value but the ones that ask for nothing."""
+
+    def check(cls: type, value: Any) -> Any:
+        if value not in (None, False, 0, [], {}):
+            raise ValueError(reason)
+        return value
+
+    return classmethod(check)
 
 
 class Lenient(BaseModel):
@@ -36,32 +59,94 @@ class ChatMessage(Lenient):
         return value
 
 
-class ChatRequest(Lenient):
+class Sampled(Lenient):
+    """The sampling fields both APIs share, forwarded to the LLM."""
+
+    temperature: Temperature | None = None
+    top_p: TopP | None = None
+    top_logprobs: Any = None
+
+    _no_top_logprobs = field_validator("top_logprobs")(_refused(NO_LOGPROBS))
+
+
+class ChatRequest(Sampled):
     model: ModelName
     messages: Annotated[list[ChatMessage], Field(min_length=1)]
-    temperature: Temperature | None = None
     max_tokens: TokenLimit | None = None
     max_completion_tokens: TokenLimit | None = None
+    stop: str | list[str] | None = None
+    seed: Seed | None = None
+    presence_penalty: Penalty | None = None
+    frequency_penalty: Penalty | None = None
     stream: bool | None = False
     stream_options: StreamOptions | None = None
-    n: Annotated[int, Field(ge=1, le=1)] | None = None  # one answer per request
+    n: int | None = None
+    logprobs: bool | None = None
+    modalities: list[str] | None = None
+    audio: Any = None
+
+    _no_logprobs = field_validator("logprobs")(_refused(NO_LOGPROBS))
+    _no_audio = field_validator("audio")(
+        _refused("is not supported: the hub answers in text only (modalities: ['text'])")
+    )
+
+    @field_validator("stop", mode="before")
+    @classmethod
+    def _stop_sequences(cls, value: Any) -> Any:
+        """A string or up to 4 strings (OpenAI's limit), each 1 to 256 characters."""
+        if value is None:
+            return value
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+            raise ValueError("must be a string or a list of strings")
+        if len(items) > 4:
+            raise ValueError(f"takes at most 4 sequences, got {len(items)}")
+        if not all(0 < len(item) <= 256 for item in items):
+            raise ValueError("each sequence must be 1 to 256 characters")
+        return value
+
+    @field_validator("n")
+    @classmethod
+    def _one_answer(cls, value: int | None) -> int | None:
+        if value is not None and value != 1:
+            raise ValueError(f"must be 1, got {value}: the hub gives one answer per request")
+        return value
+
+    @field_validator("modalities")
+    @classmethod
+    def _text_only(cls, value: list[str] | None) -> list[str] | None:
+        other = sorted(set(value or ()) - {"text"})
+        if other:
+            raise ValueError(f"{other} is not supported: the hub answers in text only")
+        return value
 
     @property
     def token_limit(self) -> int | None:
         return self.max_completion_tokens or self.max_tokens
+
+    def options(self) -> Options:
+        """What goes to the LLM besides temperature and the token limit."""
+        stop = (self.stop,) if isinstance(self.stop, str) else tuple(self.stop or ())
+        return Options(
+            top_p=self.top_p,
+            stop=stop,
+            seed=self.seed,
+            presence_penalty=self.presence_penalty,
+            frequency_penalty=self.frequency_penalty,
+        )
 
     @property
     def include_usage(self) -> bool:
         return bool(self.stream_options and self.stream_options.include_usage)
 
 
-class ResponsesRequest(Lenient):
+class ResponsesRequest(Sampled):
     model: ModelName
     input: Any = Field(...)
     instructions: str | None = None
     stream: bool | None = False
-    temperature: Temperature | None = None
     max_output_tokens: TokenLimit | None = None
+    include: list[str] | None = None
     metadata: dict[str, str] | None = None
     previous_response_id: str | None = None
 
@@ -71,6 +156,17 @@ class ResponsesRequest(Lenient):
         if not isinstance(value, str | list):
             raise ValueError("must be a string or a list of messages")
         return value
+
+    @field_validator("include")
+    @classmethod
+    def _no_token_details(cls, value: list[str] | None) -> list[str] | None:
+        if any("logprobs" in item for item in value or ()):
+            raise ValueError(f"{value} {NO_LOGPROBS}")
+        return value
+
+    def options(self) -> Options:
+        """What goes to the LLM besides temperature and the token limit."""
+        return Options(top_p=self.top_p)
 
     @field_validator("previous_response_id")
     @classmethod

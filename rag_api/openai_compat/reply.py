@@ -9,6 +9,7 @@ from typing import Any
 
 from rag_api.answering.answer import AnswerStream, answer
 from rag_api.hub import Hub
+from rag_api.llm.generators import Options
 from rag_api.llm.prompts import Cited, pack
 from rag_api.openai_compat.condense import retrieval_query
 from rag_api.openai_compat.conversation import Conversation
@@ -92,9 +93,10 @@ def start_reply(
     conversation: Conversation,
     temperature: float | None,
     max_tokens: int | None,
+    options: Options | None = None,
 ) -> Reply:
     """Route `model` to a collection (or let `auto` choose), retrieve for the conversation and
-    start the answer."""
+    start the answer (`options` go to the LLM as sent)."""
     routing: dict[str, Any] | None = None
     language: str | None = None
     collection = target(hub, model).collection
@@ -116,6 +118,7 @@ def start_reply(
         temperature=temperature,
         max_tokens=max_tokens,
         language=language,
+        options=options,
     )
     return Reply(model, collection, stream, warning, routing, language)
 

@@ -58,7 +58,7 @@ class ResponseDraft:
             "text": {"format": {"type": "text"}},
             "tool_choice": "auto",
             "tools": [],
-            "top_p": None,
+            "top_p": request.top_p,
             "truncation": "disabled",
             "usage": usage(self.reply.stream.usage) if finished else None,
             "user": None,

@@ -78,7 +78,7 @@ MALFORMED = [
         "temperature",
         "less than or equal to 2",
     ),
-    ("chat/completions", {"model": "docs", "messages": ask("hi"), "n": 2}, "n", "less than"),
+    ("chat/completions", {"model": "docs", "messages": ask("hi"), "n": 2}, "n", "must be 1"),
     # values Python's JSON parser accepts but nothing downstream can hold (rag_api.http.json_body)
     (
         "chat/completions",

@@ -52,7 +52,13 @@ async def chat_completions(
     """Answer the conversation's last user message from the model's collection."""
     conversation = from_chat(body.messages)
     reply = await generation.run(
-        start_reply, hub, body.model, conversation, body.temperature, body.token_limit
+        start_reply,
+        hub,
+        body.model,
+        conversation,
+        body.temperature,
+        body.token_limit,
+        body.options(),
     )
     if body.stream:
         events = chat.completion_chunks(reply, body.include_usage)
@@ -70,7 +76,13 @@ async def create_response(
     """The Responses API over the same pipeline."""
     conversation = from_responses(body.input, body.instructions)
     reply = await generation.run(
-        start_reply, hub, body.model, conversation, body.temperature, body.max_output_tokens
+        start_reply,
+        hub,
+        body.model,
+        conversation,
+        body.temperature,
+        body.max_output_tokens,
+        body.options(),
     )
     if body.stream:
         return EventStream(responses.response_events(reply, body), reply.close, generation)
