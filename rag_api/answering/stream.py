@@ -6,12 +6,16 @@ of the answer as the generator produces it), then `done` (`generator`, `model`, 
 `timings_ms`, `warning` when there is one). `generator: "none"` is the fixed no-evidence answer.
 The retrieval is the one the plain request makes (mode, top_k, threshold, filters, sources), so
 the passages shown are exactly those the answer used. The console's Ask page reads this.
+Retrieval runs before the response starts (its errors are the request's status); the answer
+starts with the first event, so the response is under way (keep-alive comments, rag_api.answering.sse)
+while the LLM's first token is awaited.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 from rag_api.answering.answer import AnswerStream, answer
@@ -34,18 +38,22 @@ class QueryEvents:
         self.warning = found.warning
         self.answer: AnswerStream | None = None
         self.passages = found.passages
+        self.start: Callable[[], AnswerStream] | None = None
         if body.generate:
-            self.generation_started = time.perf_counter()
-            self.answer = answer(
+            self.start = partial(
+                answer,
                 hub.generators,
                 found.collection,
                 body.query,
                 found.passages,
                 language=found.language,
             )
-            self.passages = self.answer.passages
 
     def __iter__(self) -> Iterator[str]:
+        if self.start is not None:
+            self.generation_started = time.perf_counter()
+            self.answer = self.start()  # waits for the first token
+            self.passages = self.answer.passages
         sources = [p.as_dict() for p in self.passages]
         done: dict[str, Any] = {"generator": None, "model": None, "usage": None}
         if self.answer is not None:

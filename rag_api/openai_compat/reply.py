@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from rag_api.answering.answer import AnswerStream, answer
@@ -25,15 +26,27 @@ _CITATION = re.compile(r"\[(\d+)\]")
 
 @dataclass
 class Reply:
-    """An answer for an OpenAI client: the answer's pieces as they arrive, then a citations footer."""
+    """An answer for an OpenAI client: the answer's pieces as they arrive, then a citations footer.
+
+    Retrieval is done when a Reply exists (its errors are the request's); the answer starts at the
+    first use of `stream`, which waits for the LLM's first token: a stream's head and keep-alive
+    comments go out while it waits (rag_api.answering.sse)."""
 
     model: str  # as the client asked for it: echoed in every response
     collection: Collection
-    stream: AnswerStream
+    start: Callable[[], AnswerStream]
     retrieval_warning: str | None = None
     routing: dict[str, Any] | None = None  # `auto`: which collections were searched and why
     language: str | None = None  # the answer's, when `auto` chose it
     _parts: list[str] = field(default_factory=list)
+    _stream: AnswerStream | None = None
+
+    @property
+    def stream(self) -> AnswerStream:
+        """The answer, started on first use."""
+        if self._stream is None:
+            self._stream = self.start()
+        return self._stream
 
     def pieces(self) -> Iterator[str]:
         """Text pieces as the generator produces them, then the footer (read once)."""
@@ -83,8 +96,9 @@ class Reply:
         return fields
 
     def close(self) -> None:
-        """Stop generating: the client went away."""
-        self.stream.close()
+        """Stop generating: the client went away (before the answer started: nothing to stop)."""
+        if self._stream is not None:
+            self._stream.close()
 
 
 def start_reply(
@@ -108,7 +122,8 @@ def start_reply(
         query = SearchRequest(query=retrieval_query(conversation, collection))
         outcome = search(collection, query)
         passages, warning = outcome.passages, outcome.warning
-    stream = answer(
+    start = partial(
+        answer,
         hub.generators,
         collection,
         conversation.question,
@@ -120,7 +135,7 @@ def start_reply(
         language=language,
         options=options,
     )
-    return Reply(model, collection, stream, warning, routing, language)
+    return Reply(model, collection, start, warning, routing, language)
 
 
 def _route(hub: Hub, conversation: Conversation) -> RoutedOutcome:

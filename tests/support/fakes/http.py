@@ -144,6 +144,7 @@ class FakeServer:
         self.routes: dict[tuple[str, str], Callable[[Request], Response]] = {}
         self.reply: str | Callable[[dict], str] = default_reply
         self.token_delay = 0.0
+        self.first_token_delay = 0.0  # seconds before the first piece (a model loading, thinking)
         self.stall_after: int | None = None  # pieces sent before going silent until `stop`
         self.port = 0
         self.disconnects = 0
@@ -219,6 +220,8 @@ class FakeServer:
         parts = split_pieces(text)
         self.pieces_sent, self.pieces_total = 0, len(parts)
         for n, part in enumerate(parts):
+            if n == 0 and self.first_token_delay:
+                time.sleep(self.first_token_delay)
             if n == self.stall_after:
                 self._stopped.wait()
                 return
