@@ -32,6 +32,7 @@ from rag_api.indexing.ingest import DocumentWrite, write_documents
 from rag_api.ops.restore import restore_backup
 from rag_api.settings import Settings
 from rag_api.store import Selector
+from scripts.evallib.load import run_for
 
 WORDS = ("invoice refund printer warranty router backup license tablet cloud otter heron lynx "
          "badger falcon marten ibex gecko Lisbon Oslo Quito Hanoi Tunis Perth Lima Riga").split()  # fmt: skip
@@ -83,12 +84,7 @@ def reads(url: str, callers: int, seconds: float) -> list[float]:
             times.extend(mine)
 
     threads = [threading.Thread(target=caller, args=(k,)) for k in range(callers)]
-    for thread in threads:
-        thread.start()
-    time.sleep(seconds)
-    stop.set()
-    for thread in threads:
-        thread.join()
+    run_for(threads, seconds, stop)
     return times
 
 

@@ -53,6 +53,7 @@ from scripts.evallib import (  # noqa: E402
     latency_summary,
     load_dataset,
 )
+from scripts.evallib.load import run_for  # noqa: E402
 from scripts.evallib.server import hub_server  # noqa: E402
 
 BUDGET_MS = 100.0
@@ -202,12 +203,7 @@ def over_http(
     threads = [threading.Thread(target=caller) for _ in range(callers)]
     if writer_docs:
         threads.append(threading.Thread(target=writer))
-    for thread in threads:
-        thread.start()
-    time.sleep(seconds)
-    stop.set()
-    for thread in threads:
-        thread.join()
+    run_for(threads, seconds, stop)
     return record, upserts
 
 
