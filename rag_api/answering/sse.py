@@ -84,7 +84,8 @@ async def kept_alive(events: AsyncIterator[str], every: float) -> AsyncIterator[
                 pending = None
             yield event
     finally:
-        if pending is not None:
-            pending.cancel()
-            with anyio.CancelScope(shield=True), suppress(BaseException):
-                await pending
+        if pending is not None:  # not cancelled: the worker's read finishes (within one piece)
+            with anyio.CancelScope(shield=True):
+                await asyncio.wait({pending})
+            with suppress(BaseException):
+                pending.result()
