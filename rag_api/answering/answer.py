@@ -14,6 +14,7 @@ from rag_api.llm.generators import (
     GeneratorRouter,
     Messages,
     Options,
+    Piece,
     ThinkFilter,
     Usage,
     pieces,
@@ -52,16 +53,16 @@ class AnswerStream:
     warning: str | None = None
     usage: Usage = field(default_factory=Usage)
     finish_reason: str = "stop"
-    _pieces: Iterator[str] | None = None
+    _pieces: Iterator[Piece] | None = None
     _read: bool = False
 
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[Piece]:
         assert self._pieces is not None and not self._read, "an answer can be read once"
         self._read = True
         return self._pieces
 
     def text(self) -> str:
-        return "".join(self)
+        return "".join(piece for piece in self if isinstance(piece, str))
 
     def close(self) -> None:
         """Stop generating (the client went away): closes the upstream request, also mid-read."""
@@ -81,13 +82,18 @@ def answer(
     max_tokens: int | None = None,
     language: str | None = None,
     options: Options | None = None,
+    after: Messages | None = None,
 ) -> AnswerStream:
     """Start answering `question` from `passages` with the collection's LLM, in `language`
     (default: the collection's; `auto` decides it when passages of several collections mix);
-    `options` go to the LLM as the client sent them (the extractive answer has no use for them)."""
+    `options` go to the LLM as the client sent them (the extractive answer has no use for them);
+    `after` (a tool exchange) follows the question."""
     cfg = collection.cfg
     lang = language or cfg.language
-    if not passages:
+    asked = options or Options()
+    structured = asked.response_format is not None or asked.offers_tools
+    if not passages and not (structured and generators.get(cfg.llm) is not None):
+        # a client that asked for JSON or offered tools gets the LLM's answer in that form still
         NO_EVIDENCE.labels(collection.name).inc()
         return AnswerStream([], "none", None, _pieces=iter([pack(lang).no_evidence]))
     context = select_context(passages, cfg.retrieval.context_chars)
@@ -99,6 +105,7 @@ def answer(
         {"role": "system", "content": system_prompt(lang, context, client_system)},
         *(history or []),
         {"role": "user", "content": question},
+        *(after or []),
     ]
     generation = Generation(generator.name, generator.model, options=options or Options())
     LLM_CALLS.labels(generator.name).inc()
@@ -124,11 +131,14 @@ def answer(
 
 
 def _filtered(
-    first: str, upstream: Iterator[str], generation: Generation, result: AnswerStream
-) -> Iterator[str]:
+    first: Piece, upstream: Iterator[Piece], generation: Generation, result: AnswerStream
+) -> Iterator[Piece]:
     think = ThinkFilter()
     try:
         for piece in _chain(first, upstream):
+            if not isinstance(piece, str):  # a tool call piece goes to the client as it came
+                yield piece
+                continue
             text = think.feed(piece)
             if text:
                 yield text
@@ -146,6 +156,6 @@ def _filtered(
         result.finish_reason = generation.finish_reason
 
 
-def _chain(first: str, rest: Iterator[str]) -> Iterator[str]:
+def _chain(first: Piece, rest: Iterator[Piece]) -> Iterator[Piece]:
     yield first
     yield from rest

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -16,7 +18,30 @@ from rag_api.providers import LLMS
 from rag_api.redact import redact
 from rag_api.settings import Settings
 
-Messages = list[dict[str, str]]
+Messages = list[dict[str, Any]]  # OpenAI chat messages (a tool exchange carries more than text)
+
+
+@dataclass
+class ToolCallDelta:
+    """A piece of a tool call, as OpenAI streams them (`delta.tool_calls[i]`): the first piece of
+    call `index` carries its `id` and `name`, every piece a part of its JSON `arguments`."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+    def as_delta(self) -> dict[str, Any]:
+        function: dict[str, Any] = {"arguments": self.arguments}
+        if self.name is not None:
+            function["name"] = self.name
+        delta: dict[str, Any] = {"index": self.index, "function": function}
+        if self.id is not None:
+            delta |= {"id": self.id, "type": "function"}
+        return delta
+
+
+Piece = str | ToolCallDelta
 
 
 @dataclass
@@ -43,6 +68,20 @@ class Options:
     seed: int | None = None
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
+    # forwarded to an LLM that takes them (`Generator.structured`), in OpenAI's chat form
+    tools: tuple[dict[str, Any], ...] = ()
+    tool_choice: Any = None  # "auto", "none", "required" or {"type": "function", ...}
+    parallel_tool_calls: bool | None = None
+    response_format: dict[str, Any] | None = None  # json_object or json_schema; text is None
+
+    @property
+    def forced_tool(self) -> bool:
+        """Whether the client demands a tool call (required, or a named function)."""
+        return self.tool_choice == "required" or isinstance(self.tool_choice, dict)
+
+    @property
+    def offers_tools(self) -> bool:
+        return bool(self.tools) and self.tool_choice != "none"
 
     def fields(self) -> dict[str, Any]:
         """The options that were set, by their OpenAI names."""
@@ -73,17 +112,24 @@ class Generation:
 class Generator(ABC):
     name: str
     model: str | None = None
+    structured = False  # takes tools and response_format (generation.options); may yield tool calls
+    forces_tools = False  # honours tool_choice required / a named function
 
     @abstractmethod
     def stream(
         self, messages: Messages, generation: Generation, temperature: float, max_tokens: int | None
-    ) -> Iterator[str]:
-        """Text pieces as the model produces them; raises LLMUnavailable before the first piece
-        when the model cannot be reached."""
+    ) -> Iterator[Piece]:
+        """Text pieces (and, from a `structured` generator, tool call pieces) as the model
+        produces them; raises LLMUnavailable before the first piece when the model cannot be
+        reached."""
 
 
 class OllamaGenerator(Generator):
+    """Ollama's /api/chat: tools and `format` (JSON or a JSON schema); it has no tool_choice, so a
+    forced tool call is refused before it is called (rag_api.openai_compat.reply)."""
+
     name = "ollama"
+    structured = True
 
     def __init__(self, model: str, base_url: str, timeouts: LLMTimeouts) -> None:
         import ollama
@@ -94,33 +140,56 @@ class OllamaGenerator(Generator):
 
     def stream(
         self, messages: Messages, generation: Generation, temperature: float, max_tokens: int | None
-    ) -> Iterator[str]:
+    ) -> Iterator[Piece]:
         options: dict[str, Any] = {"temperature": temperature}
         if max_tokens:
             options["num_predict"] = max_tokens
-        options |= generation.options.fields()  # Ollama's names are OpenAI's for these
+        asked = generation.options
+        options |= asked.fields()  # Ollama's names are OpenAI's for these
+        extra: dict[str, Any] = {}
+        if asked.offers_tools:
+            extra["tools"] = list(asked.tools)
+        if asked.response_format is not None:
+            extra["format"] = ollama_format(asked.response_format)
         try:
             chunks = self._client.chat(
-                model=self.model, messages=messages, stream=True, options=options
+                model=self.model,
+                messages=ollama_messages(messages),
+                stream=True,
+                options=options,
+                **extra,
             )
             first = next(chunks, None)
         except Exception as exc:
             raise LLMUnavailable(f"Ollama at {self.base_url} ({self.model})", str(exc)) from exc
+        calls = 0
         try:
             chunk = first
             while chunk is not None:
                 if chunk.message and chunk.message.content:
                     yield chunk.message.content
+                for call in (chunk.message.tool_calls if chunk.message else None) or ():
+                    # Ollama sends each call whole, without an id: one OpenAI piece per call
+                    arguments = json.dumps(dict(call.function.arguments), ensure_ascii=False)
+                    yield ToolCallDelta(calls, call_id(), call.function.name, arguments)
+                    calls += 1
                 if chunk.done:
                     generation.usage = Usage(chunk.prompt_eval_count or 0, chunk.eval_count or 0)
                     generation.finish_reason = "length" if chunk.done_reason == "length" else "stop"
+                    if calls:
+                        generation.finish_reason = "tool_calls"
                 chunk = _next(chunks, f"Ollama at {self.base_url} ({self.model})")
         finally:
             chunks.close()  # a client that went away stops the upstream generation
 
 
 class OpenAIGenerator(Generator):
+    """An OpenAI-compatible server: tools, tool_choice and response_format forwarded as sent, its
+    `delta.tool_calls` pieces passed back unchanged."""
+
     name = "openai"
+    structured = True
+    forces_tools = True
 
     def __init__(
         self, model: str, base_url: str, api_key: str | None, timeouts: LLMTimeouts
@@ -138,7 +207,7 @@ class OpenAIGenerator(Generator):
 
     def stream(
         self, messages: Messages, generation: Generation, temperature: float, max_tokens: int | None
-    ) -> Iterator[str]:
+    ) -> Iterator[Piece]:
         try:
             response = self._client.chat.completions.create(
                 model=self.model,
@@ -148,6 +217,7 @@ class OpenAIGenerator(Generator):
                 stream=True,
                 stream_options={"include_usage": True},
                 **generation.options.fields(),
+                **openai_structured(generation.options),
             )
             iterator = iter(response)
             first = next(iterator, None)
@@ -165,6 +235,14 @@ class OpenAIGenerator(Generator):
                 for choice in chunk.choices:
                     if choice.delta and choice.delta.content:
                         yield choice.delta.content
+                    for call in (choice.delta.tool_calls if choice.delta else None) or ():
+                        function = call.function
+                        yield ToolCallDelta(
+                            call.index,
+                            call.id,
+                            function.name if function else None,
+                            (function.arguments if function else None) or "",
+                        )
                     if choice.finish_reason:
                         generation.finish_reason = choice.finish_reason
                 chunk = _next(
@@ -172,6 +250,71 @@ class OpenAIGenerator(Generator):
                 )
         finally:
             response.close()
+
+
+def call_id() -> str:
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
+def openai_structured(options: Options) -> dict[str, Any]:
+    """The request fields of tools and structured output, for an OpenAI-compatible server."""
+    fields: dict[str, Any] = {}
+    if options.tools:
+        fields["tools"] = list(options.tools)
+        if options.tool_choice is not None:
+            fields["tool_choice"] = options.tool_choice
+        if options.parallel_tool_calls is not None:
+            fields["parallel_tool_calls"] = options.parallel_tool_calls
+    if options.response_format is not None:
+        fields["response_format"] = options.response_format
+    return fields
+
+
+def ollama_format(response_format: dict[str, Any]) -> Any:
+    """OpenAI's response_format as Ollama's `format`: "json", or the JSON schema itself."""
+    if response_format.get("type") == "json_schema":
+        return (response_format.get("json_schema") or {}).get("schema") or "json"
+    return "json"
+
+
+def ollama_messages(messages: Messages) -> Messages:
+    """OpenAI chat messages as Ollama takes them: a tool call's arguments as an object, not a JSON
+    string; a tool result named by the function of the call it answers."""
+    names: dict[str, str] = {}
+    converted: Messages = []
+    for message in messages:
+        if message.get("role") == "tool":
+            name = names.get(message.get("tool_call_id") or "", "")
+            converted.append(
+                {"role": "tool", "content": message.get("content") or "", "tool_name": name}
+            )
+            continue
+        calls = message.get("tool_calls")
+        if not calls:
+            converted.append(message)
+            continue
+        ollama_calls = []
+        for call in calls:
+            function = call.get("function") or {}
+            names[call.get("id") or ""] = function.get("name", "")
+            arguments = function.get("arguments") or "{}"
+            try:
+                parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
+            except ValueError:
+                parsed = {"arguments": arguments}
+            if not isinstance(parsed, dict):
+                parsed = {"value": parsed}
+            ollama_calls.append(
+                {"function": {"name": function.get("name", ""), "arguments": parsed}}
+            )
+        converted.append(
+            {
+                "role": "assistant",
+                "content": message.get("content") or "",
+                "tool_calls": ollama_calls,
+            }
+        )
+    return converted
 
 
 def http_timeout(timeouts: LLMTimeouts) -> Any:
@@ -235,7 +378,7 @@ class GeneratorRouter:
         generation: Generation,
         temperature: float,
         max_tokens: int | None,
-    ) -> Iterator[str]:
+    ) -> Iterator[Piece]:
         """The configured LLM's pieces (see Generator.stream), refused at once while its server's
         circuit is open, cut after `timeouts.total`; every outcome is reported to the breaker."""
         generator, breaker = self.get(cfg), self.breaker(cfg)

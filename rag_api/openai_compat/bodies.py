@@ -50,6 +50,8 @@ class StreamOptions(Lenient):
 class ChatMessage(Lenient):
     role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: Any = None
+    tool_calls: list[dict[str, Any]] | None = None  # an assistant's calls, sent back unchanged
+    tool_call_id: str | None = None  # a tool result's call
 
     @field_validator("content")
     @classmethod
@@ -69,7 +71,22 @@ class Sampled(Lenient):
     _no_top_logprobs = field_validator("top_logprobs")(_refused(NO_LOGPROBS))
 
 
-class ChatRequest(Sampled):
+class Tooled(Sampled):
+    """Tools and structured output: forwarded to an LLM that takes them (docs/openai.md)."""
+
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: Any = None
+    parallel_tool_calls: bool | None = None
+
+    @field_validator("tool_choice")
+    @classmethod
+    def _known_choice(cls, value: Any) -> Any:
+        if value is None or value in ("auto", "none", "required") or isinstance(value, dict):
+            return value
+        raise ValueError("must be 'auto', 'none', 'required' or a named tool")
+
+
+class ChatRequest(Tooled):
     model: ModelName
     messages: Annotated[list[ChatMessage], Field(min_length=1)]
     max_tokens: TokenLimit | None = None
@@ -84,6 +101,14 @@ class ChatRequest(Sampled):
     logprobs: bool | None = None
     modalities: list[str] | None = None
     audio: Any = None
+    response_format: dict[str, Any] | None = None
+
+    @field_validator("response_format")
+    @classmethod
+    def _known_format(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None and value.get("type") not in ("text", "json_object", "json_schema"):
+            raise ValueError("type must be 'text', 'json_object' or 'json_schema'")
+        return value
 
     _no_logprobs = field_validator("logprobs")(_refused(NO_LOGPROBS))
     _no_audio = field_validator("audio")(
@@ -133,6 +158,14 @@ class ChatRequest(Sampled):
             seed=self.seed,
             presence_penalty=self.presence_penalty,
             frequency_penalty=self.frequency_penalty,
+            tools=tuple(self.tools or ()),
+            tool_choice=self.tool_choice,
+            parallel_tool_calls=self.parallel_tool_calls,
+            response_format=(
+                None
+                if self.response_format is None or self.response_format.get("type") == "text"
+                else self.response_format
+            ),
         )
 
     @property
@@ -140,13 +173,48 @@ class ChatRequest(Sampled):
         return bool(self.stream_options and self.stream_options.include_usage)
 
 
-class ResponsesRequest(Sampled):
+class ResponsesRequest(Tooled):
+    """Responses: `text.format` goes to the LLM as chat's response_format. Its tools are not
+    forwarded yet (no function_call items): an optional call (`auto`, `none`) gets the plain
+    answer, a forced one is refused."""
+
     model: ModelName
     input: Any = Field(...)
     instructions: str | None = None
     stream: bool | None = False
     max_output_tokens: TokenLimit | None = None
     include: list[str] | None = None
+    text: dict[str, Any] | None = None
+
+    @field_validator("tool_choice")
+    @classmethod
+    def _optional_calls_only(cls, value: Any) -> Any:
+        if value == "required" or isinstance(value, dict):
+            raise ValueError(
+                "a forced tool call is not supported on the Responses API yet: send 'auto' or "
+                "'none', or use /v1/chat/completions, which forwards tools"
+            )
+        return value
+
+    @field_validator("text")
+    @classmethod
+    def _known_format(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        kind = ((value or {}).get("format") or {}).get("type", "text")
+        if kind not in ("text", "json_object", "json_schema"):
+            raise ValueError("format.type must be 'text', 'json_object' or 'json_schema'")
+        return value
+
+    @property
+    def response_format(self) -> dict[str, Any] | None:
+        """`text.format` in chat's response_format form (None: plain text)."""
+        found = dict((self.text or {}).get("format") or {})
+        kind = found.pop("type", "text")
+        if kind == "text":
+            return None
+        if kind == "json_schema":
+            return {"type": "json_schema", "json_schema": found}
+        return {"type": kind}
+
     metadata: dict[str, str] | None = None
     previous_response_id: str | None = None
 
@@ -166,7 +234,7 @@ class ResponsesRequest(Sampled):
 
     def options(self) -> Options:
         """What goes to the LLM besides temperature and the token limit."""
-        return Options(top_p=self.top_p)
+        return Options(top_p=self.top_p, response_format=self.response_format)
 
     @field_validator("previous_response_id")
     @classmethod

@@ -3,7 +3,8 @@
 Stream: a first chunk with the assistant role, one chunk per text piece, a final chunk with
 `finish_reason` that also carries the hub's `sources` (and `generator`, `warning`) as extra
 top-level fields, a usage chunk (`choices: []`) when `stream_options.include_usage` is set, then
-`data: [DONE]`. The sources ride on the final chunk rather than a chunk of their own because
+`data: [DONE]`. Tool calls stream as OpenAI's do (`delta.tool_calls` pieces, then
+`finish_reason: tool_calls`). The sources ride on the final chunk rather than a chunk of their own because
 clients that read `choices[0]` of every chunk (as many do) break on an extra choiceless chunk.
 """
 
@@ -19,8 +20,11 @@ from rag_api.openai_compat.reply import Reply
 
 
 def completion(reply: Reply) -> dict[str, Any]:
-    """The whole answer as a `chat.completion` object."""
-    message = {"role": "assistant", "content": reply.text(), "refusal": None}
+    """The whole answer as a `chat.completion` object (with `tool_calls` when the LLM called)."""
+    text = reply.text()
+    message: dict[str, Any] = {"role": "assistant", "content": text, "refusal": None}
+    if reply.tool_calls:
+        message |= {"content": text or None, "tool_calls": reply.tool_calls}
     choice = {"index": 0, "message": message, "logprobs": None}
     return {
         **_head(reply, "chat.completion"),
@@ -41,7 +45,10 @@ def completion_chunks(reply: Reply, include_usage: bool) -> Iterator[str]:
 
     yield chunk({"role": "assistant", "content": ""})
     for piece in reply.pieces():
-        yield chunk({"content": piece})
+        if isinstance(piece, str):
+            yield chunk({"content": piece})
+        else:  # as OpenAI streams a call: id and name first, then pieces of the arguments
+            yield chunk({"tool_calls": [piece.as_delta()]})
     yield chunk({}, reply.finish_reason, **reply.extra())
     if include_usage:
         yield frame({**head, "choices": [], "usage": reply.stream.usage.as_dict()})

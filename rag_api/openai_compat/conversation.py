@@ -9,7 +9,7 @@ names where it is (e.g. `messages[2].content[0].type`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rag_api.errors import InvalidRequest
@@ -31,6 +31,9 @@ class Conversation:
     question: str
     history: Messages
     system: str | None
+    # a tool exchange after the question (assistant tool calls, role: tool results), in OpenAI's
+    # form: it follows the question to the LLM; retrieval stays on the question
+    after: Messages = field(default_factory=list)
 
     def previous_question(self) -> str | None:
         """The user message before the question, if any."""
@@ -69,7 +72,21 @@ def flatten(value: Any, where: str) -> str:
 def from_chat(messages: Sequence[ChatMessage]) -> Conversation:
     """The conversation in a chat completions request's `messages`."""
     turns = [(m.role, flatten(m.content, f"messages[{i}].content")) for i, m in enumerate(messages)]
-    return _conversation(turns, [], "messages")
+    conversation = _conversation(turns, [], "messages")
+    last_user = max(i for i, (role, text) in enumerate(turns) if role == "user" and text.strip())
+    later = messages[last_user + 1 :]
+    if not any(m.role == "tool" or m.tool_calls for m in later):
+        return conversation
+    after: Messages = []
+    for m, (role, text) in zip(later, turns[last_user + 1 :], strict=True):
+        if role == "assistant":
+            message: dict[str, Any] = {"role": "assistant", "content": text or None}
+            if m.tool_calls:
+                message["tool_calls"] = m.tool_calls
+            after.append(message)
+        elif role == "tool":
+            after.append({"role": "tool", "tool_call_id": m.tool_call_id or "", "content": text})
+    return replace(conversation, after=after)
 
 
 def from_responses(items: str | list[Any], instructions: str | None) -> Conversation:
@@ -105,7 +122,7 @@ def _conversation(turns: Iterable[Turn], system: list[str], param: str) -> Conve
     turns = list(turns)
     system = [text.strip() for text in system]
     system += [text.strip() for role, text in turns if role in ("system", "developer")]
-    # tool and function results are dropped: the hub offers no tools
+    # tool results before the question are dropped (the ones after it: `from_chat`)
     dialogue = [(role, text.strip()) for role, text in turns if role in ("user", "assistant")]
     dialogue = [(role, text) for role, text in dialogue if text]
     users = [i for i, (role, _) in enumerate(dialogue) if role == "user"]

@@ -9,8 +9,9 @@ from functools import partial
 from typing import Any
 
 from rag_api.answering.answer import AnswerStream, answer
+from rag_api.errors import InvalidRequest
 from rag_api.hub import Hub
-from rag_api.llm.generators import Options
+from rag_api.llm.generators import Options, Piece, ToolCallDelta
 from rag_api.llm.prompts import Cited, pack
 from rag_api.openai_compat.condense import retrieval_query
 from rag_api.openai_compat.conversation import Conversation
@@ -38,7 +39,9 @@ class Reply:
     retrieval_warning: str | None = None
     routing: dict[str, Any] | None = None  # `auto`: which collections were searched and why
     language: str | None = None  # the answer's, when `auto` chose it
+    structured: bool = False  # the client asked for JSON: no footer inside it
     _parts: list[str] = field(default_factory=list)
+    _calls: dict[int, dict[str, Any]] = field(default_factory=dict)
     _stream: AnswerStream | None = None
 
     @property
@@ -48,15 +51,31 @@ class Reply:
             self._stream = self.start()
         return self._stream
 
-    def pieces(self) -> Iterator[str]:
-        """Text pieces as the generator produces them, then the footer (read once)."""
+    def pieces(self) -> Iterator[Piece]:
+        """Text and tool call pieces as the generator produces them, then the footer (read once)."""
         for piece in self.stream:
-            self._parts.append(piece)
+            if isinstance(piece, str):
+                self._parts.append(piece)
+            else:
+                self._add_call(piece)
             yield piece
         footer = self.footer()
         if footer:
             self._parts.append(footer)
             yield footer
+
+    def _add_call(self, piece: ToolCallDelta) -> None:
+        call = self._calls.setdefault(
+            piece.index, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+        )
+        call["id"] = piece.id or call["id"]
+        call["function"]["name"] += piece.name or ""
+        call["function"]["arguments"] += piece.arguments
+
+    @property
+    def tool_calls(self) -> list[dict[str, Any]]:
+        """The tool calls `pieces()` has produced so far, whole, in OpenAI's message form."""
+        return [self._calls[index] for index in sorted(self._calls)]
 
     def text(self) -> str:
         """The whole answer, footer included."""
@@ -72,14 +91,16 @@ class Reply:
     def footer(self) -> str:
         """'Sources: [1] a.md; [2, 3] b.md' for the passages the answer cites, unless disabled."""
         passages = self.stream.passages
-        if not passages or not self.collection.cfg.citations:
-            return ""
+        if not passages or not self.collection.cfg.citations or self.structured or self._calls:
+            return ""  # JSON and tool calls go to programs: the sources stay in `sources`
         language = self.language or self.collection.cfg.language
         return citations_footer(self.content, passages, language)
 
     @property
     def finish_reason(self) -> str:
         # an upstream that broke mid-answer ("error") is reported in `warning`, not as a reason
+        if self._calls:
+            return "tool_calls"
         return "length" if self.stream.finish_reason == "length" else "stop"
 
     def extra(self) -> dict[str, Any]:
@@ -108,6 +129,7 @@ def start_reply(
     temperature: float | None,
     max_tokens: int | None,
     options: Options | None = None,
+    format_param: str = "response_format",
 ) -> Reply:
     """Route `model` to a collection (or let `auto` choose), retrieve for the conversation and
     start the answer (`options` go to the LLM as sent)."""
@@ -119,9 +141,12 @@ def start_reply(
         collection, passages, warning = routed.answering, routed.passages, routed.warning
         routing, language = routed.routing.as_dict(), routed.language
     else:
+        check_support(hub, collection, options or Options(), format_param)
         query = SearchRequest(query=retrieval_query(conversation, collection))
         outcome = search(collection, query)
         passages, warning = outcome.passages, outcome.warning
+    if routing is not None:
+        check_support(hub, collection, options or Options(), format_param)
     start = partial(
         answer,
         hub.generators,
@@ -134,8 +159,33 @@ def start_reply(
         max_tokens=max_tokens,
         language=language,
         options=options,
+        after=conversation.after,
     )
-    return Reply(model, collection, start, warning, routing, language)
+    structured = options is not None and options.response_format is not None
+    return Reply(model, collection, start, warning, routing, language, structured)
+
+
+def check_support(
+    hub: Hub, collection: Collection, options: Options, format_param: str = "response_format"
+) -> None:
+    """Refuse (400, naming the parameter) what the collection's generator cannot do and the
+    client cannot do without: JSON output, a forced tool call. Tools it may call (`auto`) are
+    simply not offered to a generator without tools: its plain answer is a valid reply."""
+    generator = hub.generators.get(collection.cfg.llm)
+    who = (
+        "the extractive generator (no LLM configured)"
+        if generator is None
+        else f"this collection's LLM ({generator.name})"
+    )
+    if options.response_format is not None and not (generator and generator.structured):
+        raise InvalidRequest(
+            f"{format_param}: {who} cannot produce structured output", param=format_param
+        )
+    if options.tools and options.forced_tool and not (generator and generator.forces_tools):
+        raise InvalidRequest(
+            f"tool_choice: {who} cannot be made to call a tool; send 'auto' or 'none'",
+            param="tool_choice",
+        )
 
 
 def _route(hub: Hub, conversation: Conversation) -> RoutedOutcome:

@@ -55,7 +55,7 @@ class ResponseDraft:
             "reasoning": None,
             "store": False,
             "temperature": request.temperature,
-            "text": {"format": {"type": "text"}},
+            "text": {"format": (request.text or {}).get("format") or {"type": "text"}},
             "tool_choice": "auto",
             "tools": [],
             "top_p": request.top_p,

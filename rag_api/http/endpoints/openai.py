@@ -83,6 +83,7 @@ async def create_response(
         body.temperature,
         body.max_output_tokens,
         body.options(),
+        "text.format",
     )
     if body.stream:
         return EventStream(responses.response_events(reply, body), reply.close, generation)

@@ -145,6 +145,9 @@ class FakeServer:
         self.reply: str | Callable[[dict], str] = default_reply
         self.token_delay = 0.0
         self.first_token_delay = 0.0  # seconds before the first piece (a model loading, thinking)
+        # [{"name", "arguments": {...}}]: the calls a request offering tools is answered with,
+        # unless its last message is a tool result (then `reply` answers)
+        self.tool_calls: list[dict[str, Any]] | None = None
         self.stall_after: int | None = None  # pieces sent before going silent until `stop`
         self.port = 0
         self.disconnects = 0
@@ -209,6 +212,12 @@ class FakeServer:
 
     def guard(self, request: Request) -> None:
         """Hook run before routing (e.g. an API key check); raise Reject to refuse."""
+
+    def calls_for(self, body: dict) -> list[dict[str, Any]] | None:
+        """The tool calls that answer this request, if any (see `tool_calls`)."""
+        messages = body.get("messages") or []
+        answered = bool(messages) and messages[-1].get("role") == "tool"
+        return self.tool_calls if self.tool_calls and body.get("tools") and not answered else None
 
     def reply_text(self, body: dict) -> str:
         """The configured reply for this request body."""

@@ -171,6 +171,17 @@ class FakeOllama(FakeServer):
         self._require_model(name, self.chat_models, self.embed_models, "chat")
         text = self.reply_text(body)
         prompt = sum(words(message_text(m.get("content"))) for m in body.get("messages") or [])
+        calls = self.calls_for(body)
+        if calls:  # Ollama sends each call whole, arguments as an object, without an id
+            message = _message(name, "", False)
+            message["message"]["tool_calls"] = [
+                {"function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls
+            ]
+            done = {**_message(name, "", True), **_stats(prompt, "", started)}
+            if body.get("stream", True):
+                lines = iter([_line(message), _line(done)])
+                return 200, Stream("application/x-ndjson", (line for line in lines))
+            return 200, {**done, "message": message["message"]}
         if body.get("stream", True):
             return 200, Stream("application/x-ndjson", self._lines(name, text, prompt, started))
         text = "".join(self.pieces(text))

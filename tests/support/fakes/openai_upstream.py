@@ -95,6 +95,9 @@ class FakeOpenAI(FakeServer):
         text = self.reply_text(body)
         prompt = sum(words(message_text(m.get("content"))) for m in body.get("messages") or [])
         head = {"id": f"chatcmpl-{uuid.uuid4().hex}", "created": int(time.time()), "model": name}
+        calls = self.calls_for(body)
+        if calls:
+            return self._tool_calls(head, calls, prompt, body)
         if body.get("stream"):
             include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
             chunks = self._events(head, text, prompt, include_usage)
@@ -119,6 +122,49 @@ class FakeOpenAI(FakeServer):
         if include_usage:
             yield _event({**head, "choices": [], "usage": _usage(prompt, words(text))})
         yield b"data: [DONE]\n\n"
+
+    def _tool_calls(self, head: dict, calls: list[dict], prompt: int, body: dict) -> Response:
+        """Answer with tool calls, as OpenAI does: whole in a message, or streamed as
+        `delta.tool_calls` pieces (id, type and name first, then the arguments in pieces)."""
+        whole = [
+            {
+                "id": f"call_{uuid.uuid4().hex[:24]}",
+                "type": "function",
+                "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+            }
+            for c in calls
+        ]
+        completion = sum(words(c["function"]["arguments"]) for c in whole)
+        if not body.get("stream"):
+            message = {"role": "assistant", "content": None, "tool_calls": whole}
+            choice = {"index": 0, "message": message, "logprobs": None}
+            return 200, {
+                **head,
+                "object": "chat.completion",
+                "choices": [{**choice, "finish_reason": "tool_calls"}],
+                "usage": _usage(prompt, completion),
+            }
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        head = {**head, "object": "chat.completion.chunk"}
+        extra = {"usage": None} if include_usage else {}
+
+        def events() -> Generator[bytes]:
+            yield _event(
+                {**head, "choices": _choice({"role": "assistant", "content": None}), **extra}
+            )
+            for index, call in enumerate(whole):
+                first = {**call, "index": index, "function": {**call["function"], "arguments": ""}}
+                yield _event({**head, "choices": _choice({"tool_calls": [first]}), **extra})
+                arguments = call["function"]["arguments"]
+                for at in range(0, len(arguments), 5):
+                    piece = {"index": index, "function": {"arguments": arguments[at : at + 5]}}
+                    yield _event({**head, "choices": _choice({"tool_calls": [piece]}), **extra})
+            yield _event({**head, "choices": _choice({}, "tool_calls"), **extra})
+            if include_usage:
+                yield _event({**head, "choices": [], "usage": _usage(prompt, completion)})
+            yield b"data: [DONE]\n\n"
+
+        return 200, Stream("text/event-stream", events())
 
     def _embeddings(self, request: Request) -> Response:
         body = request.body
