@@ -32,8 +32,9 @@ from rag_api.store import PointData
 
 log = logging.getLogger("rag_api.ops.backup")
 PAGE = 512  # points read per engine call under the hold
-# a backup inside the server rests this many times as long as each page took, so the requests it
-# shares the interpreter with wait less often for it (one third of a core at most)
+# a backup inside the server rests this many times as long as it took to encode each page, so
+# the requests it shares the interpreter with wait less often for it (writes stay held only for
+# the read)
 SERVER_PACE = 2.0
 STAMP = "%Y%m%dT%H%M%SZ"
 PARTIAL = ".partial-"
@@ -68,11 +69,8 @@ def hub_version() -> str:
         return "unknown"
 
 
-def read_collection(
-    collection: Collection, taken_at: str, pace: float = 0.0
-) -> tuple[CollectionCopy, float]:
-    """Every point of the collection in one state (its writes held meanwhile); how long they were.
-    `pace`: rest after each page (rag_api.ops.backup.SERVER_PACE)."""
+def read_collection(collection: Collection, taken_at: str) -> tuple[CollectionCopy, float]:
+    """Every point of the collection in one state (its writes held meanwhile); how long they were."""
     store = collection.store
     with collection.writes_held():
         held = time.monotonic()
@@ -82,12 +80,10 @@ def read_collection(
         if info is not None:
             offset: str | None = None
             while True:
-                started = time.monotonic()
                 page, offset = store.export(info.physical, PAGE, offset)
                 pages.append(page)
                 if offset is None:
                     break
-                _rest(pace, started)
             indexes = store.payload_indexes(info.physical)
         cfg = collection.cfg
         held = time.monotonic() - held
@@ -110,7 +106,7 @@ def take_backup(
 ) -> BackupResult:
     """Back up these collections (default: every configured one) into a new folder under `to`
     (default RAG_BACKUP_DIR); retention prunes that folder's older backups when `to` is unset.
-    `pace`: rest after each page, so the requests of a server beside it wait less."""
+    `pace`: rest after encoding each page, so the requests of a server beside it wait less."""
     started = time.monotonic()
     chosen = (
         [hub.collection(n, enabled_only=False).name for n in names]
@@ -133,7 +129,7 @@ def take_backup(
     try:
         work.mkdir()
         for name in chosen:
-            copy, held = read_collection(hub.collections[name], taken_at, pace)
+            copy, held = read_collection(hub.collections[name], taken_at)
             result.held_s[name] = round(held, 4)
             entry = _write_collection(work, copy, pace)
             manifest["collections"][name] = entry
