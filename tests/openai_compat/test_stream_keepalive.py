@@ -9,11 +9,9 @@ import openai
 import pytest
 
 from rag_api.answering.sse import EventStream
-from rag_api.settings import Settings
-from tests.conftest import hash_collection, write_config
 from tests.support.fakes import FakeOllama, FakeOpenAI
 from tests.support.fakes.http import words
-from tests.support.openai_support import REFUND, ask, start_indexed, write_kb
+from tests.support.openai_support import REFUND, ask, upstream_hub
 
 ANSWER = "You have 30 days [1]."
 
@@ -28,19 +26,7 @@ def upstreams():
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, upstreams):
     ollama, relay = upstreams
-    root = tmp_path_factory.mktemp("keepalive")
-    kb = write_kb(root / "kb")
-    collections = {
-        "docs": hash_collection(
-            kb, llm={"provider": "ollama", "model": "llama3.2", "base_url": ollama.url}
-        ),
-        "relay": hash_collection(
-            kb, llm={"provider": "openai", "model": "gpt-4o-mini", "base_url": relay.url + "/v1"}
-        ),
-    }
-    config = write_config(root / "collections.yaml", collections)
-    settings = Settings(config=config, data_dir=root / "data", qdrant_url=":memory:")
-    hub, live = start_indexed(settings, *collections)
+    hub, live = upstream_hub(tmp_path_factory.mktemp("keepalive"), ollama.url, relay.url)
     yield live
     live.stop()
     hub.close()

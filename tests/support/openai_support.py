@@ -67,3 +67,23 @@ def sse_events(lines: Iterable[str]) -> list[tuple[str | None, Any]]:
             events.append((name, data if data == "[DONE]" else json.loads(data)))
             name = None
     return events
+
+
+def upstream_hub(root: Path, ollama_url: str, relay_url: str) -> tuple[Hub, LiveServer]:
+    """A hub over the kb above with three collections answered by: `docs` the (fake) Ollama at
+    `ollama_url`, `relay` the (fake) OpenAI-compatible server at `relay_url`, `plain` extractive."""
+    from tests.conftest import hash_collection, write_config
+
+    kb = write_kb(root / "kb")
+    collections = {
+        "docs": hash_collection(
+            kb, llm={"provider": "ollama", "model": "llama3.2", "base_url": ollama_url}
+        ),
+        "relay": hash_collection(
+            kb, llm={"provider": "openai", "model": "gpt-4o-mini", "base_url": relay_url + "/v1"}
+        ),
+        "plain": hash_collection(kb),
+    }
+    config = write_config(root / "collections.yaml", collections)
+    settings = Settings(config=config, data_dir=root / "data", qdrant_url=":memory:")
+    return start_indexed(settings, *collections)
