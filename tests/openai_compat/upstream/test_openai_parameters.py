@@ -7,10 +7,17 @@ import httpx
 import openai
 import pytest
 
-from tests.support.fakes import FakeOllama, FakeOpenAI
-from tests.support.openai_support import REFUND, ask, upstream_hub
+from tests.support.openai_support import REFUND, ask
 
 ANSWER = "You have 30 days to ask for a refund [1]."
+
+
+@pytest.fixture(autouse=True)
+def answering(upstreams):
+    for fake in upstreams:
+        fake.reply = ANSWER
+
+
 SAMPLING = {
     "temperature": 0.4,
     "top_p": 0.9,
@@ -19,27 +26,6 @@ SAMPLING = {
     "presence_penalty": 0.5,
     "frequency_penalty": -0.25,
 }
-
-
-@pytest.fixture(scope="module")
-def upstreams():
-    with FakeOllama() as ollama, FakeOpenAI() as relay:
-        ollama.reply = relay.reply = ANSWER
-        yield ollama, relay
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, upstreams):
-    ollama, relay = upstreams
-    hub, live = upstream_hub(tmp_path_factory.mktemp("openai_parameters"), ollama.url, relay.url)
-    yield live
-    live.stop()
-    hub.close()
-
-
-@pytest.fixture(scope="module")
-def client(server) -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
 
 
 @pytest.mark.parametrize("stream", [False, True])

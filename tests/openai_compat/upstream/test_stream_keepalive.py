@@ -9,27 +9,16 @@ import openai
 import pytest
 
 from rag_api.answering.sse import EventStream
-from tests.support.fakes import FakeOllama, FakeOpenAI
 from tests.support.fakes.http import words
-from tests.support.openai_support import REFUND, ask, upstream_hub
+from tests.support.openai_support import REFUND, ask
 
 ANSWER = "You have 30 days [1]."
 
 
-@pytest.fixture(scope="module")
-def upstreams():
-    with FakeOllama() as ollama, FakeOpenAI() as relay:
-        ollama.reply = relay.reply = ANSWER
-        yield ollama, relay
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, upstreams):
-    ollama, relay = upstreams
-    hub, live = upstream_hub(tmp_path_factory.mktemp("keepalive"), ollama.url, relay.url)
-    yield live
-    live.stop()
-    hub.close()
+@pytest.fixture(autouse=True)
+def answering(upstreams):
+    for fake in upstreams:
+        fake.reply = ANSWER
 
 
 @pytest.fixture

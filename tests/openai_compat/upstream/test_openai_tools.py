@@ -10,8 +10,7 @@ import httpx
 import openai
 import pytest
 
-from tests.support.fakes import FakeOllama, FakeOpenAI
-from tests.support.openai_support import REFUND, ask, upstream_hub
+from tests.support.openai_support import REFUND, ask
 
 TOOLS = [
     {
@@ -43,12 +42,6 @@ SCHEMA = {
 }
 
 
-@pytest.fixture(scope="module")
-def upstreams():
-    with FakeOllama() as ollama, FakeOpenAI() as relay:
-        yield ollama, relay
-
-
 @pytest.fixture(autouse=True)
 def calling(upstreams):
     for fake in upstreams:
@@ -56,20 +49,6 @@ def calling(upstreams):
     yield
     for fake in upstreams:
         fake.tool_calls = None
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, upstreams):
-    ollama, relay = upstreams
-    hub, live = upstream_hub(tmp_path_factory.mktemp("openai_tools"), ollama.url, relay.url)
-    yield live
-    live.stop()
-    hub.close()
-
-
-@pytest.fixture(scope="module")
-def client(server) -> openai.OpenAI:
-    return openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
 
 
 def streamed_calls(chunks) -> tuple[list[dict], str | None]:

@@ -1,0 +1,25 @@
+"""The OpenAI routes in front of real LLM protocols: one hub per module over a fake Ollama
+(`docs`) and a fake OpenAI-compatible server (`relay`), with `plain` extractive beside them; the
+parent conftest's `client` talks to this `server`."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.fakes import FakeOllama, FakeOpenAI
+from tests.support.openai_support import upstream_hub
+
+
+@pytest.fixture(scope="module")
+def upstreams():
+    with FakeOllama() as ollama, FakeOpenAI() as relay:
+        yield ollama, relay
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, upstreams):
+    ollama, relay = upstreams
+    hub, live = upstream_hub(tmp_path_factory.mktemp("upstream"), ollama.url, relay.url)
+    yield live
+    live.stop()
+    hub.close()
