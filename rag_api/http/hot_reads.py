@@ -14,9 +14,8 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from rag_api.access.grant import Grant, Principal, current
 from rag_api.errors import RagError
-from rag_api.http.auth import bearer_token
+from rag_api.http.auth import authorize, bearer_token
 from rag_api.http.error_responses import crash_response, rag_error_response
 from rag_api.http.json_body import NOT_JSON, UNLABELLED, checked, read_body, replay
 from rag_api.http.read_threads import ReadThreads
@@ -65,8 +64,7 @@ class HotReads:
         if accepted is None:
             await self.app(scope, replay(body, receive), send)
             return
-        hub, parsed, principal = accepted
-        current.set(Grant(principal, "read"))  # the worker runs in a copy of this context
+        hub, parsed = accepted
         scope["route"] = self._route(scope["app"], read.template)
         request = Tracked(request_id, started)
         status = 500  # what the server answers when the work fails unexpectedly
@@ -116,17 +114,17 @@ class HotReads:
             return None
         return read, param, request_id
 
-    def _accepted(
-        self, scope: Scope, read: HotRead, body: bytes
-    ) -> tuple[Any, BaseModel, Principal] | None:
-        """(the hub, the body as `read` takes it, the key's principal), or None when the other
-        layers or the route must answer."""
+    def _accepted(self, scope: Scope, read: HotRead, body: bytes) -> tuple[Any, BaseModel] | None:
+        """(the hub, the body as `read` takes it), or None when the other layers or the route
+        must answer. Accepted, the request's grant is set as the route's would be (the worker
+        runs in a copy of this context)."""
         state = scope["app"].state
         hub = getattr(state, "hub", None)
         if hub is None:
             return None
-        principal = state.keyring.known(bearer_token(Request(scope)))
-        if principal is None or not principal.reads_anything():
+        request = Request(scope)
+        principal = state.keyring.known(bearer_token(request))
+        if principal is None:
             return None
         document, problem = checked(body)
         if document is NOT_JSON or problem is not None:
@@ -135,7 +133,13 @@ class HotReads:
             parsed = read.body.model_validate(document)
         except ValidationError:  # a body the route refuses with a 422
             return None
-        return (hub, parsed, principal) if read.takes(parsed) else None
+        if not read.takes(parsed):
+            return None
+        try:
+            authorize(request, principal, "read")
+        except RagError:  # the route refuses it, with its own body and log line
+            return None
+        return hub, parsed
 
     def _route(self, app: Any, template: str) -> BaseRoute:
         """The app's POST route for `template` (what the router would have put in the scope)."""
