@@ -267,3 +267,23 @@ def test_auto_and_streams_never_show_another_collection(guarded) -> None:
         chat = {"model": "auto", "messages": ASK, "stream": True}
         answer = http.post("/v1/chat/completions", json=chat)
         assert answer.status_code == 200 and "in docs" not in answer.text
+
+
+def test_jobs_and_checks_of_another_collection_stay_out_of_sight(guarded) -> None:
+    server, secrets = guarded
+    admin = {"Authorization": f"Bearer {ADMIN}"}
+    other = {"Authorization": f"Bearer {secrets['reader-other']}"}
+    files = [("files", ("b.md", b"# B\n\nRefunds need a receipt.\n", "text/markdown"))]
+    job = httpx.post(server.url + "/v1/collections/docs/files", files=files, headers=admin)
+    assert job.status_code == 202, job.text
+    job_id = job.json()["id"]
+    with server.client(headers=other) as http:
+        assert [j["id"] for j in http.get("/v1/jobs").json()["jobs"]] == []
+        hidden = http.get(f"/v1/jobs/{job_id}").json()["error"]
+        unknown = http.get("/v1/jobs/0123abcd").json()["error"]
+        assert hidden["code"] == unknown["code"] == "JOB_NOT_FOUND"
+        assert hidden["message"].replace(job_id, "0123abcd") == unknown["message"]
+        report = http.post("/v1/ops/check", json={"sample": 0}).json()
+        assert [r["name"] for r in report["collections"]] == ["soporte"]
+    with server.client(headers=admin) as http:
+        assert job_id in [j["id"] for j in http.get("/v1/jobs").json()["jobs"]]
