@@ -186,12 +186,12 @@ LLMS = Registry(
     LLM_GROUP,
     {
         "ollama": Provider(
-            _ollama("rag_api.llm.generators:OllamaGenerator", "timeouts"),
+            _ollama("rag_api.llm.upstreams:OllamaGenerator", "timeouts"),
             remote=True,
             needs={"model": "its name"},
         ),
         "openai": Provider(
-            _openai("rag_api.llm.generators:OpenAIGenerator", "timeouts"),
+            _openai("rag_api.llm.upstreams:OpenAIGenerator", "timeouts"),
             remote=True,
             needs={"model": "its name", **OPENAI_URL},
         ),
