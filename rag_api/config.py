@@ -136,11 +136,36 @@ class RetrievalConfig(Strict):
     _index_keys = field_validator("metadata_indexes")(check_metadata_keys)
 
 
+class RerankTimeouts(Strict):
+    """Seconds to connect to a rerank server and for its whole answer; past either the search
+    answers in retrieval order with a warning."""
+
+    connect: Annotated[float, Field(gt=0, le=300)] = 2.0
+    total: Annotated[float, Field(gt=0, le=600)] = 10.0
+
+
 class RerankConfig(Strict):
+    """local: a cross-encoder in this process; http: a server's `POST {base_url}/rerank` (llama.cpp,
+    TEI, Infinity, vLLM; Jina's and Cohere's shape), e.g. base_url http://gpu:8080/v1."""
+
+    provider: Literal["local", "http"] = "local"
     model: str = Field(min_length=1)
+    base_url: str | None = None
+    api_key_env: str | None = None  # the environment variable holding the server's bearer key
     candidates: Annotated[int, Field(ge=1, le=1000)] = 20
     enabled: bool = True
-    device: Device = "auto"  # like the embedder's; the cross-encoder runs in fp32 everywhere
+    device: Device = "auto"  # local: like the embedder's; the cross-encoder runs in fp32 everywhere
+    timeouts: RerankTimeouts = RerankTimeouts()
+
+    @model_validator(mode="after")
+    def _server_needed(self) -> RerankConfig:
+        if self.provider == "http" and not self.base_url:
+            raise ValueError("provider 'http' needs a base_url (the server that answers /rerank)")
+        if self.provider == "local" and self.base_url:
+            raise ValueError(
+                "base_url is for provider 'http'; provider 'local' runs in this process"
+            )
+        return self
 
 
 class LLMTimeouts(Strict):

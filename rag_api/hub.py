@@ -13,7 +13,8 @@ from rag_api.errors import CollectionDisabled, CollectionNotFound, RagError, Sto
 from rag_api.llm.generators import GeneratorRouter
 from rag_api.observability.request_context import note_collection
 from rag_api.points.collection import Collection
-from rag_api.search.rerank import load_cross_encoder
+from rag_api.search import rerank_server
+from rag_api.search.rerank import describe_reranker, load_cross_encoder
 from rag_api.settings import Settings
 from rag_api.store import Store, open_store
 from rag_api.store.open_marker import OpenMarker
@@ -31,6 +32,7 @@ class Hub:
         self.marker: OpenMarker | None = None  # set by open(): a hub built by hand keeps none
         self.embeddings = EmbeddingRouter(settings)
         self.generators = GeneratorRouter(settings)
+        rerank_server.configure(settings.llm_failures, settings.llm_cooldown_s)
         self.collections = {
             name: Collection(name, cfg, config.kb_path(name), store, self.embeddings)
             for name, cfg in config.collections.items()
@@ -116,6 +118,7 @@ class Hub:
             },
             "mode": cfg.retrieval.mode,
             "llm": llm.provider if llm.provider == "extractive" else f"{llm.provider}:{llm.model}",
+            "rerank": describe_reranker(cfg.rerank),
             "physical": info.physical if info else None,
             "points": info.points if info else 0,
             "hybrid": bool(info and info.has_sparse),
@@ -136,7 +139,7 @@ class Hub:
             try:
                 self.embeddings.probe(collection.cfg.embedder, name)
                 rerank = collection.cfg.rerank
-                if rerank is not None and rerank.enabled:
+                if rerank is not None and rerank.enabled and rerank.provider == "local":
                     load_cross_encoder(rerank.model, rerank.device)
             except RagError as exc:
                 if exc.code == "CONFIG_INVALID":

@@ -36,6 +36,11 @@ COLUMNS = (
 @click.option("--json", "as_json", is_flag=True, help="One JSON document on stdout.")
 @click.option("--tune", is_flag=True, help="Search the settings that need no re-index.")
 @click.option(
+    "--compare-rerank",
+    is_flag=True,
+    help="Measure each row with and without the collection's reranker.",
+)
+@click.option(
     "--write", is_flag=True, help="With --tune: apply the best block to collections.yaml."
 )
 @click.option(
@@ -54,13 +59,15 @@ def eval_command(
     k: int,
     as_json: bool,
     tune: bool,
+    compare_rerank: bool,
     write: bool,
     generate: int | None,
 ) -> None:
     """Measure COLLECTION's retrieval on the QUESTIONS file (JSONL or CSV; see docs/eval.md)."""
     if write and not tune:
         raise click.UsageError("--write applies what --tune finds: give both")
-    document = _evaluate(settings, collection, questions, modes, k, tune, generate)
+    fields: dict[str, Any] = {"k": k, "tune": tune, "compare_rerank": compare_rerank}
+    document = _evaluate(settings, collection, questions, modes, fields, generate)
     click.echo(json.dumps(document, indent=2, ensure_ascii=False) if as_json else render(document))
     if write:
         _write(settings, collection, document["tune"])
@@ -71,8 +78,7 @@ def _evaluate(
     collection: str,
     path: Path,
     modes: str | None,
-    k: int,
-    tune: bool,
+    fields: dict[str, Any],
     generate: int | None,
 ) -> dict[str, Any]:
     from pydantic import ValidationError
@@ -81,7 +87,6 @@ def _evaluate(
     from rag_api.evaluation.questions import dump_questions, load_questions, parse_rows
     from rag_api.evaluation.request import EvalBody
 
-    fields: dict[str, Any] = {"k": k, "tune": tune}
     if modes:
         fields["modes"] = [m.strip() for m in modes.split(",") if m.strip()]
     if generate is not None:

@@ -122,13 +122,22 @@ def collections_(settings: Settings, as_json: bool) -> None:
         click.echo(
             f"{row['name']}{state}: {row['points']} chunks, {row['embedder']} ({row['dim']}d, "
             f"{_placement(row)}), "
-            f"{row['language']}, mode {row['mode']}, llm {row['llm']}, kb {row['kb']}"
+            f"{row['language']}, mode {row['mode']}, llm {row['llm']}{_reranker(row)}, "
+            f"kb {row['kb']}"
         )
 
 
 def _placement(row: dict) -> str:
     """Where a collection's embedder runs: 'cuda:0 fp16', 'cpu fp32', or a remote model's URL."""
     return f"{row.get('device', '?')} {row.get('precision') or ''}".strip()
+
+
+def _reranker(row: dict) -> str:
+    """', rerank MODEL (cpu fp32)' or ', rerank MODEL (server closed)'; nothing without one."""
+    if not (rerank := row.get("rerank")):
+        return ""
+    where = _placement(rerank) if "device" in rerank else f"server {rerank['circuit']['state']}"
+    return f", rerank {rerank['model']} ({where})"
 
 
 def _why(source: dict) -> str:

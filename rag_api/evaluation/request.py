@@ -27,6 +27,8 @@ class EvalBody(BaseModel):
     modes: Annotated[list[Mode], Field(min_length=1)] | None = None
     k: Annotated[int, Field(ge=1, le=100)] = 10
     tune: bool = False
+    # each row measured twice, with and without the collection's reranker (its rerank block)
+    compare_rerank: bool = False
 
     @model_validator(mode="after")
     def _one_source_of_questions(self) -> EvalBody:
@@ -55,10 +57,19 @@ def run_eval(
     unknown = sorted({s for q in questions for s in q.sources} - set(known))
     rows = []
     vectors = embed_all(kb, questions, modes)
+    reranker = kb.cfg.rerank
+    if body.compare_rerank and reranker is None:
+        raise InvalidRequest(
+            f"collection '{kb.name}' has no rerank block to compare with", param="compare_rerank"
+        )
+    configured = reranker is not None and reranker.enabled
     for settings in families(current, modes):
-        result = run(kb, questions, settings, body.k, vectors, deadline, timed=True)
-        row = {"label": label(settings), "configured": settings == current}
-        rows.append(row | result.summary(body.k))
+        for rerank in (True, False) if body.compare_rerank else (None,):
+            result = run(kb, questions, settings, body.k, vectors, deadline, True, rerank)
+            name = label(settings) + {True: " +rerank", False: " -rerank", None: ""}[rerank]
+            same = rerank is None or rerank == configured
+            row = {"label": name, "configured": settings == current and same}
+            rows.append(row | result.summary(body.k))
     response: dict[str, Any] = {
         "collection": kb.name,
         "questions": len(questions),

@@ -85,13 +85,14 @@ def run(
     vectors: list[tuple[float, ...]] | None = None,
     deadline: float | None = None,
     timed: bool = False,
+    rerank: bool | None = None,
 ) -> RunResult:
     """Every question through retrieval with `settings` (the ranking search reuses `vectors`,
     embedded once for many settings). `timed`: each question is also asked once exactly as
     `/query` asks it (top_k passages, embedding included), timed, and that answer is judged;
     otherwise the answer is the ranking's first top_k passages — the same list, unless MMR is on
     (it picks its top_k differently, so it is asked for). Past `deadline` (monotonic seconds) it
-    raises EvalTooLong."""
+    raises EvalTooLong. `rerank`: with or without the collection's reranker (None: as set)."""
     judged = []
     for i, question in enumerate(questions):
         if deadline is not None and time.monotonic() > deadline:
@@ -104,7 +105,11 @@ def run(
         ranked = search(
             collection,
             SearchRequest(
-                question.text, top_k=depth(settings, k), settings=settings, vector=vector
+                question.text,
+                top_k=depth(settings, k),
+                settings=settings,
+                vector=vector,
+                rerank=rerank,
             ),
         ).passages
         latency = None
@@ -112,7 +117,12 @@ def run(
             started = time.perf_counter()
             answer = search(
                 collection,
-                SearchRequest(question.text, settings=settings, vector=None if timed else vector),
+                SearchRequest(
+                    question.text,
+                    settings=settings,
+                    vector=None if timed else vector,
+                    rerank=rerank,
+                ),
             ).passages
             latency = time.perf_counter() - started if timed else None
         else:

@@ -24,11 +24,13 @@ class Ready(Answer):
     status: str
     kb_folders: dict[str, str]  # collection -> why its kb folder cannot be read (still served)
     llm: dict[str, str]  # collection -> its LLM server's circuit: closed, open or half-open
+    rerank: dict[str, str] = {}  # collection -> its rerank server's circuit (provider http)
     store: str | None = None
     collections: list[str] | None = None
     disk: dict[str, Any] | None = None  # free space of the store's disk, when it is watched
     # collection -> its embedder's device, precision and query device
     embedders: dict[str, dict[str, str | None]] | None = None
+    rerankers: dict[str, dict[str, Any]] | None = None  # collection -> as in /v1/rag/status
 
 
 class CollectionSummary(Answer):
@@ -43,6 +45,7 @@ class CollectionSummary(Answer):
     precision: str | None  # fp32, fp16, bf16 or int8; null for a remote embedder
     mode: Mode
     llm: str  # "extractive" or provider:model
+    rerank: dict[str, Any] | None  # as in /v1/rag/status; null without an enabled rerank block
     physical: str | None  # the Qdrant collection the alias points at
     points: int
     hybrid: bool  # the store holds BM25 vectors
@@ -197,6 +200,9 @@ class Status(Answer):
     store: str
     physical: str | None
     llm: dict[str, Any]  # provider, model and its server's circuit
+    # provider, model and its device and precision (local) or its server's circuit (http); null
+    # without an enabled rerank block
+    rerank: dict[str, Any] | None
     indexer: dict[str, Any]  # `running`, and the watcher's row for the collection when it runs
 
 

@@ -19,6 +19,7 @@ from rag_api.llm.prompts import pack
 from rag_api.payload import DYNAMIC, SOURCE, StoredChunk
 from rag_api.points.collection import Collection
 from rag_api.search.passage import Passage
+from rag_api.search.rerank import describe_reranker
 from rag_api.search.retrieval import SearchOutcome, SearchRequest, search
 from rag_api.store import Selector
 
@@ -58,6 +59,7 @@ def status(hub: Hub, collection: Collection) -> dict[str, Any]:
         "store": hub.store.location,
         "physical": info.physical if info else None,
         "llm": hub.generators.describe(cfg.llm),
+        "rerank": describe_reranker(cfg.rerank),
     }
 
 

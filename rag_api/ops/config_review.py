@@ -12,6 +12,8 @@ from rag_api.errors import RagError
 from rag_api.evaluation.questions import configured_file, load_questions
 from rag_api.indexing.kb import folder_problem
 from rag_api.providers import EMBEDDERS
+from rag_api.redact import redact
+from rag_api.search import rerank_server
 from rag_api.settings import Settings
 
 
@@ -45,6 +47,7 @@ def review(settings: Settings, config: HubConfig, online: bool = False) -> list[
         elif problem := (_asked(settings, embedder) if online else offline_problem(embedder)):
             item.problems.append(problem)
         _review_devices(item, name, cfg)
+        _review_reranker(item, cfg, online)
         if (
             note := _weighting_note(cfg.retrieval.side_weights, embedder, cfg.language)
         ) is not None:
@@ -58,7 +61,7 @@ def _review_devices(item: Review, name: str, cfg: CollectionConfig) -> None:
     blocks = []
     if cfg.embedder.provider == "sentence-transformers":
         blocks.append((f"embedder {cfg.embedder.id}", cfg.embedder.device))
-    if cfg.rerank is not None and cfg.rerank.enabled:
+    if cfg.rerank is not None and cfg.rerank.enabled and cfg.rerank.provider == "local":
         blocks.append((f"rerank model '{cfg.rerank.model}'", cfg.rerank.device))
     for what, device in blocks:
         if (problem := devices.problem(device, f"collection '{name}': {what}")) is not None:
@@ -67,6 +70,20 @@ def _review_devices(item: Review, name: str, cfg: CollectionConfig) -> None:
             item.notes.append(
                 f"{what}: device auto runs on {devices.resolve(device)} here ({devices.found()})"
             )
+
+
+def _review_reranker(item: Review, cfg: CollectionConfig, online: bool) -> None:
+    """A rerank server: asked once with --online, else a note."""
+    rerank = cfg.rerank
+    if rerank is None or rerank.provider != "http":
+        return
+    if not online:
+        item.notes.append(f"rerank server {redact(rerank.base_url)} not checked: --online asks it")
+        return
+    try:
+        rerank_server.scores(rerank, "config check", ["config check"])
+    except rerank_server.RerankUnavailable as exc:
+        item.problems.append(f"rerank model '{rerank.model}': {exc}")
 
 
 def _weighting_note(setting: str, embedder: EmbedderConfig, language: str) -> str | None:

@@ -106,9 +106,10 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
         hits = _above(collection.search(target, spec), mode, threshold)
     timings["search"] = _ms(started)
     passages = [Passage.from_hit(hit) for hit in hits]
+    warning = None
     if reranker is not None:
         started = time.perf_counter()
-        passages = rerank(reranker, request.query, passages)
+        passages, warning = rerank(reranker, request.query, passages)
         timings["rerank"] = _ms(started)
     if diversity > 0:
         passages = diversify(passages, diversity, top_k)
@@ -116,7 +117,7 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
         best = max(_primary(p, mode) for p in passages)
         passages = [p for p in passages if _primary(p, mode) >= relative * best]
     observe_stages(collection.name, timings)
-    return SearchOutcome(passages[:top_k], mode, timings)
+    return SearchOutcome(passages[:top_k], mode, timings, warning)
 
 
 def _query_vector(

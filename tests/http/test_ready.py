@@ -55,7 +55,12 @@ def test_ready_details_need_the_reader_key(tmp_path: Path, make_settings, serve)
     config = write_config(tmp_path / "c.yaml", {"docs": hash_collection(tmp_path)})
     server = serve(make_settings(config, api_key="reader", admin_api_key="admin"))
     with server.client() as client:
-        assert client.get("/ready").json() == {"status": "ready", "kb_folders": {}, "llm": {}}
+        assert client.get("/ready").json() == {
+            "status": "ready",
+            "kb_folders": {},
+            "llm": {},
+            "rerank": {},
+        }
         for key in ("reader", "admin"):
             body = client.get("/ready", headers={"Authorization": f"Bearer {key}"}).json()
             assert body["status"] == "ready" and body["store"].endswith("qdrant")

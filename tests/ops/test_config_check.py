@@ -15,6 +15,7 @@ from rag_api.settings import Settings
 from rag_api.store import open_store
 from tests.conftest import hash_collection, minilm_collection, run_cli, write_config
 from tests.support.fakes import FakeOllama
+from tests.support.fakes.rerank import FakeReranker
 
 MINILM_385 = "sentence-transformers:all-MiniLM-L6-v2 produces 384-dimensional vectors, not 385"
 
@@ -155,3 +156,21 @@ def test_the_migration_hint_never_suggests_an_impossible_size(tmp_path: Path, kb
         assert "--dim 385" not in hint and "384" in hint
     finally:
         store.close()
+
+
+def test_a_rerank_server_is_asked_once_online(tmp_path: Path, kb: Path) -> None:
+    with FakeReranker() as server:
+        rerank = {"provider": "http", "base_url": server.url, "model": "other-model"}
+        config = write_config(tmp_path / "c.yaml", {"docs": hash_collection(kb, rerank=rerank)})
+        offline = check(config)
+        assert (
+            offline.returncode == 0 and f"rerank server {server.url} not checked" in offline.stdout
+        )
+        assert server.requests == []
+        online = check(config, "--online")  # the server serves another model: 404
+        assert online.returncode == 1
+        assert "rerank model 'other-model'" in online.stdout and "HTTP 404" in online.stdout
+        assert len(server.calls("/rerank")) == 1
+        rerank["model"] = server.model
+        write_config(tmp_path / "c.yaml", {"docs": hash_collection(kb, rerank=rerank)})
+        assert check(config, "--online").returncode == 0

@@ -9,6 +9,7 @@ import pytest
 
 from rag_api.errors import ConfigError, InvalidRequest
 from rag_api.indexing.chunking import Chunk
+from rag_api.kbadmin.reads import status
 from rag_api.search.rerank import load_cross_encoder
 from rag_api.search.retrieval import SearchRequest, search
 from tests.conftest import assert_error_shape, hash_collection, write_config
@@ -50,9 +51,9 @@ def open_kb(tmp_path: Path, engine: str, make_settings, open_hub, rerank: dict |
     entry = hash_collection(retrieval={"threshold": -1.0, "top_k": 3})
     if rerank is not None:
         entry["rerank"] = rerank
-    hub = open_hub(
-        make_settings(write_config(tmp_path / "collections.yaml", {"kb": entry}), engine)
-    )
+    tmp_path.mkdir(exist_ok=True)
+    config = write_config(tmp_path / "collections.yaml", {"kb": entry})
+    hub = open_hub(make_settings(config, engine, data_dir=tmp_path / "data"))
     collection = hub.collection("kb")
     for source, text in DOCS.items():
         replace_source(collection, source, [Chunk(text, source, 0)], {"origin": "api"})
@@ -121,3 +122,15 @@ def test_a_model_that_cannot_load_fails_at_start(make_settings, open_hub, tmp_pa
 
 def test_a_model_is_loaded_once_per_process(cross_encoder) -> None:
     assert load_cross_encoder(cross_encoder) is load_cross_encoder(cross_encoder)
+
+
+def test_status_says_where_the_cross_encoder_runs(
+    make_settings, open_hub, tmp_path, cross_encoder
+) -> None:
+    hub, kb = open_kb(tmp_path, "edge", make_settings, open_hub, {"model": cross_encoder})
+    shown = {"provider": "local", "model": cross_encoder, "device": "cpu", "precision": "fp32"}
+    assert status(hub, kb)["rerank"] == shown  # auto on a machine without a GPU
+    assert hub.describe("kb")["rerank"] == shown
+    switched_off = {"model": cross_encoder, "enabled": False}
+    other, off = open_kb(tmp_path / "off", "edge", make_settings, open_hub, switched_off)
+    assert status(other, off)["rerank"] is None

@@ -25,11 +25,18 @@ function migrationText(migration) {
   return "none";
 }
 
+function rerankText(rerank) {
+  if (!rerank) return "off";
+  const where = rerank.device ? `${rerank.device} ${rerank.precision}` : `server ${rerank.circuit.state}`;
+  return `${rerank.model} (${where})`;
+}
+
 function card(c) {
   const rows = [
     ["Language", c.language],
     ["Model", `${c.embedder} (${c.dim} d)`],
     ["Device", `${c.device}${c.precision ? " " + c.precision : ""}`],
+    ["Rerank", rerankText(c.rerank)],
     ["Files", c.files === null ? (c.kb_problem || "no kb folder (API-fed)") : c.files],
     ["Chunks", c.points],
     ["Last sync", when(c.watcher.last_sync)],

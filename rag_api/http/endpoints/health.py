@@ -13,6 +13,7 @@ from rag_api.http.auth import PrincipalDep
 from rag_api.http.deps import OpenedDep
 from rag_api.indexing.kb import folder_problem
 from rag_api.ops import readiness
+from rag_api.search.rerank import describe_reranker
 
 router = APIRouter(tags=["health"])
 
@@ -45,17 +46,22 @@ def ready(hub: OpenedDep, principal: PrincipalDep) -> dict[str, Any]:
     # each LLM server's circuit (closed / open / half-open): answers are extractive while open
     circuits = {name: hub.generators.breaker(hub.collections[name].cfg.llm) for name in names}
     llm = {name: breaker.state for name, breaker in sorted(circuits.items()) if breaker}
+    rerankers = {n: r for n in names if (r := describe_reranker(hub.collections[n].cfg.rerank))}
+    # each rerank server's circuit: searches keep their retrieval order while open
+    rerank = {n: r["circuit"]["state"] for n, r in rerankers.items() if "circuit" in r}
     if not detailed:
-        return {"status": "ready", "kb_folders": kb_folders, "llm": llm}
+        return {"status": "ready", "kb_folders": kb_folders, "llm": llm, "rerank": rerank}
     body: dict[str, Any] = {
         "status": "ready",
         "store": hub.store.location,
         "collections": names,
         "kb_folders": kb_folders,
         "llm": llm,
+        "rerank": rerank,
         "embedders": {
             n: hub.embeddings.where(hub.collections[n].cfg.embedder).view() for n in names
         },
+        "rerankers": rerankers,
     }
     disk = getattr(hub.store, "disk", None)
     if disk is not None:
