@@ -123,15 +123,19 @@ def answer(
         LLM_FALLBACKS.labels(collection.name).inc()
         log.warning("%s: %s; answering extractively", collection.name, exc.message)
         text = extractive_answer(question, context, lang, collection.sparse, fallback=True)
-        warning = f"{exc.message}; answered extractively from the retrieved passages"
+        warning = pack(lang).answered_extractively.format(reason=exc.message)
         return AnswerStream(context, "extractive", None, warning, _pieces=pieces(text))
     result = AnswerStream(context, generator.name, generator.model)
-    result._pieces = _filtered(first, upstream, generation, result)
+    result._pieces = _filtered(first, upstream, generation, result, lang)
     return result
 
 
 def _filtered(
-    first: Piece, upstream: Iterator[Piece], generation: Generation, result: AnswerStream
+    first: Piece,
+    upstream: Iterator[Piece],
+    generation: Generation,
+    result: AnswerStream,
+    lang: str,
 ) -> Iterator[Piece]:
     think = ThinkFilter()
     try:
@@ -149,7 +153,7 @@ def _filtered(
         LLM_FAILURES.labels(generation.name).inc()
         log.warning("answer interrupted: %s", exc.message)
         generation.finish_reason = "error"
-        result.warning = f"{exc.message}; the answer is incomplete"
+        result.warning = pack(lang).answer_incomplete.format(reason=exc.message)
     finally:
         upstream.close()  # type: ignore[attr-defined]
         result.usage = generation.usage

@@ -14,6 +14,7 @@ A heading is never quoted (it names the topic); a FAQ question is quoted with it
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import unicodedata
@@ -28,9 +29,11 @@ from rag_api.store import SparseEncoder
 MAX_PASSAGES = 3  # passages whose sentences are candidates
 MAX_CANDIDATES = 40  # sentences scored at most, the best passages' first
 # weights beside the words' 0.8: the heading's words, each kind of answer asked for, a passage rank
-HEADING, ASKED, RANK = 0.4, 0.12, 0.12
-SECOND_WITHIN = 0.16  # a second sentence is quoted when it scores this close to the best
-SECOND_MAX_CHARS = 500  # ... and both fit in this many characters
+HEADING, ASKED, RANK = 0.4, 0.12, 0.16
+# a second sentence is quoted when it scores this close to the best (from the best one's passage;
+# from another passage, OTHER_WITHIN) and both fit in SECOND_MAX_CHARS
+SECOND_WITHIN, OTHER_WITHIN = 0.16, 0.12
+SECOND_MAX_CHARS = 600
 
 _WORD = re.compile(r"\w+")
 _NUMBER = re.compile(r"\d")
@@ -85,7 +88,11 @@ def extractive_answer(
     chosen = select(question, passages, encoder)
     language_pack = pack(language)
     header = language_pack.extractive_fallback if fallback else language_pack.extractive
-    return header + "\n" + "\n".join(f"- {c.text} [{c.n}]" for c in chosen)
+    quotes = [  # one quote a passage: its sentences in order, cited once
+        f"- {' '.join(c.text for c in group)} [{n}]"
+        for n, group in itertools.groupby(chosen, key=lambda c: c.n)
+    ]
+    return header + "\n" + "\n".join(quotes)
 
 
 def select(
@@ -93,18 +100,22 @@ def select(
     passages: Sequence[Cited],
     encoder: SparseEncoder,
 ) -> list[Candidate]:
-    """The best sentence and, when it scores close and both stay short, the next best; in the
-    passages' order."""
+    """The best sentence and, when it scores close and both stay short, the next best (closer still
+    from another passage); in the passages' order."""
     candidates = candidates_of(passages[:MAX_PASSAGES])
     if not candidates:
         return []
     score(question, candidates, encoder)
     ranked = sorted(candidates, key=lambda c: (-c.score, c.n, c.position))
-    chosen = [ranked[0]]
+    best = ranked[0]
+    chosen = [best]
     for other in ranked[1:2]:
-        close = other.score >= ranked[0].score - SECOND_WITHIN
-        if close and len(ranked[0].text) + len(other.text) <= SECOND_MAX_CHARS:
-            if other.text not in ranked[0].text and ranked[0].text not in other.text:
+        within = SECOND_WITHIN if other.n == best.n else OTHER_WITHIN
+        if (
+            other.score >= best.score - within
+            and len(best.text) + len(other.text) <= SECOND_MAX_CHARS
+        ):
+            if other.text not in best.text and best.text not in other.text:
                 chosen.append(other)
     return sorted(chosen, key=lambda c: (c.n, c.position))
 

@@ -20,6 +20,9 @@ class LanguagePack:
     extractive_fallback: str
     context_header: str
     sources_label: str
+    # warnings, `{reason}` the upstream's error: a configured LLM failed before / during the answer
+    answered_extractively: str
+    answer_incomplete: str
 
 
 PACKS = {
@@ -37,6 +40,8 @@ PACKS = {
         ),
         context_header="Relevant passages retrieved from the knowledge base:",
         sources_label="Sources",
+        answered_extractively="{reason}; answered extractively from the retrieved passages",
+        answer_incomplete="{reason}; the answer is incomplete",
     ),
     "es": LanguagePack(
         system=(
@@ -52,6 +57,10 @@ PACKS = {
         ),
         context_header="Fragmentos relevantes recuperados de la base de conocimientos:",
         sources_label="Fuentes",
+        answered_extractively=(
+            "El modelo de lenguaje falló ({reason}); la respuesta cita los fragmentos recuperados"
+        ),
+        answer_incomplete="El modelo de lenguaje falló ({reason}); la respuesta está incompleta",
     ),
     "it": LanguagePack(
         system=(
@@ -67,6 +76,11 @@ PACKS = {
         ),
         context_header="Frammenti rilevanti recuperati dalla base di conoscenza:",
         sources_label="Fonti",
+        answered_extractively=(
+            "Il modello linguistico non ha risposto ({reason}); la risposta cita i passaggi "
+            "recuperati"
+        ),
+        answer_incomplete="Il modello linguistico non ha risposto ({reason}); la risposta è incompleta",
     ),
 }
 

@@ -7,8 +7,12 @@ import html
 import re
 from dataclasses import dataclass
 
-# a sentence ends at . ! ? before a word that does not start in lower case ("e.g. a" goes on)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[^\sa-zà-ÿ])")
+# a sentence ends at . ! ? before a word that does not start in lower case ("e.g. a" goes on),
+# unless the dot ends an initial or a title ("M. Theo Kearney", "a. C.", "St. Johns", "EE. UU.")
+_SENTENCE = re.compile(
+    r"(?<=[.!?])(?<!\b[^\W\d_]\.)(?<!\b(?:St|Dr|Mr|Ms|Sr|Jr|EE)\.)(?<!\b(?:Mrs|Sra|Sta)\.)"
+    r"\s+(?=[^\sa-zà-ÿ])"
+)
 _SOFT_BREAK = re.compile(r"(?<=\S)\n(?!\s*(?:#{1,6}\s|[-*+]\s|\d+[.)]\s|\n|\|))")
 _HEADING = re.compile(r"^\s*#{1,6}\s")
 _LINE_MARK = re.compile(r"^\s*(?:#{1,6}\s+|>\s*|[-*+]\s+|\d+[.)]\s+)")

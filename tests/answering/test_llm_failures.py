@@ -171,3 +171,15 @@ def test_ready_and_status_show_the_circuit_without_naming_the_server(
     assert llm["provider"] == provider and llm["model"] == hub.collection("docs").cfg.llm.model
     assert llm["circuit"]["state"] == "open" and llm["circuit"]["failures"] == 2
     assert 0 < llm["circuit"]["retry_in_s"] <= 600
+
+
+def test_the_warnings_speak_the_collections_language(tmp_path: Path, make_settings, open_hub):
+    llm = {"provider": "ollama", "model": "llama3.2", "base_url": "http://127.0.0.1:9"}
+    entry = hash_collection(language="es", llm=llm)
+    hub = open_hub(make_settings(write_config(tmp_path / "c.yaml", {"docs": entry})))
+    passage = Passage("1", "faq.md", 0, 0.9, "Los reembolsos se aceptan durante 30 días.", {})
+    result = answer(hub.generators, hub.collection("docs"), "¿Hay reembolsos?", [passage])
+    text = result.text()
+    assert text.startswith("El modelo de lenguaje no está disponible")
+    assert result.warning.startswith("El modelo de lenguaje falló (Ollama at")
+    assert result.warning.endswith("la respuesta cita los fragmentos recuperados")
