@@ -37,6 +37,11 @@ class Conversation:
     # form: it follows the question to the LLM; retrieval stays on the question
     after: Messages = field(default_factory=list)
 
+    def messages(self) -> Messages:
+        """The conversation as chat messages, as the client sent it (its system text first)."""
+        system = [{"role": "system", "content": self.system}] if self.system else []
+        return [*system, *self.history, {"role": "user", "content": self.question}, *self.after]
+
     def previous_question(self) -> str | None:
         """The user message before the question, if any."""
         users = [m["content"] for m in self.history if m["role"] == "user"]
