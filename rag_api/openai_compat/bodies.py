@@ -1,9 +1,10 @@
 """Request bodies of /v1/chat/completions and /v1/responses: the OpenAI fields the hub uses.
 
 Three kinds of fields (docs/openai.md lists them all):
-- honoured by the hub: model, messages / input / instructions, stream, stream_options;
-- forwarded to the LLM as sent: temperature, top_p, the token limit, stop, seed, and the penalties
-  (`options()`);
+- honoured by the hub: model, messages / input / instructions, stream, stream_options, and on
+  Responses store and previous_response_id;
+- forwarded to the LLM as sent: temperature, top_p, the token limit, stop, seed, the penalties,
+  tools / tool_choice / parallel_tool_calls and response_format / text.format (`options()`);
 - refused with a 400 naming the field, because the hub cannot do what they ask and an answer
   without it would look like one with it: `n` > 1, logprobs, audio or image output.
 Anything else (user, metadata, service_tier, ...) is accepted and ignored, so AnythingLLM, Open
