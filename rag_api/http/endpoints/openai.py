@@ -75,7 +75,7 @@ async def create_response(
     stored: ResponsesDep,
 ) -> Response:
     """The Responses API over the same pipeline; `previous_response_id` continues a stored one."""
-    earlier = []
+    earlier: list[Any] = []
     if body.previous_response_id:
         previous = await run_in_threadpool(
             stored.find, body.previous_response_id, "previous_response_id"
