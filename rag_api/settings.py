@@ -71,6 +71,10 @@ class Settings(BaseSettings):
     max_generations: int = Field(default=4, ge=1)
     llm_failures: int = Field(default=3, ge=1)
     llm_cooldown_s: float = Field(default=30.0, gt=0)
+    # stored responses (POST /v1/responses with `store`, rag_api/openai_compat/stored.py): kept this
+    # many seconds (0: none kept), at most this many (the oldest go first), in data_dir/responses
+    responses_ttl: float = Field(default=30 * 24 * 3600, ge=0)
+    responses_max: int = Field(default=10_000, ge=1)
     # rag-hub eval: the longest one HTTP evaluation may run; the nDCG@10 drop since the last
     # nightly check that makes a finding (collections with `eval:` in collections.yaml)
     eval_max_s: float = Field(default=120.0, gt=0)
@@ -103,6 +107,11 @@ class Settings(BaseSettings):
     def backups_path(self) -> Path:
         """Where `rag-hub backup` writes (and retention prunes) unless told --to."""
         return self.backup_dir or self.data_dir / "backups"
+
+    @property
+    def responses_path(self) -> Path:
+        """Where stored responses are kept (rag_api.openai_compat.stored)."""
+        return self.data_dir / "responses"
 
     @property
     def keys_path(self) -> Path:

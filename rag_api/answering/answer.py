@@ -4,7 +4,7 @@ extractive; a configured LLM down -> extractive, said so (preamble and warning).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from rag_api.errors import LLMUnavailable
@@ -107,6 +107,56 @@ def answer(
         {"role": "user", "content": question},
         *(after or []),
     ]
+
+    def fallback(exc: LLMUnavailable) -> AnswerStream:
+        LLM_FALLBACKS.labels(collection.name).inc()
+        log.warning("%s: %s; answering extractively", collection.name, exc.message)
+        text = extractive_answer(question, context, lang, collection.sparse, fallback=True)
+        warning = pack(lang).answered_extractively.format(reason=exc.message)
+        return AnswerStream(context, "extractive", None, warning, _pieces=pieces(text))
+
+    return _generate(
+        generators, collection, messages, temperature, max_tokens, options, context, fallback
+    )
+
+
+def converse(
+    generators: GeneratorRouter,
+    collection: Collection,
+    messages: Messages,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    options: Options | None = None,
+    fallback_text: str = "",
+) -> AnswerStream:
+    """The collection's LLM answers the client's `messages` as they are: no retrieval, no
+    passages (requests that are not questions to the knowledge base). With the LLM down:
+    `fallback_text`, and a warning saying so."""
+
+    def fallback(exc: LLMUnavailable) -> AnswerStream:
+        log.warning("%s: %s; not answered", collection.name, exc.message)
+        warning = f"{exc.message}; not answered by the LLM"
+        return AnswerStream([], "none", None, warning, _pieces=iter([fallback_text]))
+
+    return _generate(
+        generators, collection, messages, temperature, max_tokens, options, [], fallback
+    )
+
+
+def _generate(
+    generators: GeneratorRouter,
+    collection: Collection,
+    messages: Messages,
+    temperature: float | None,
+    max_tokens: int | None,
+    options: Options | None,
+    passages: list[Passage],
+    fallback: Callable[[LLMUnavailable], AnswerStream],
+) -> AnswerStream:
+    """Start the collection's LLM on `messages`; `fallback` answers when it cannot be reached."""
+    cfg = collection.cfg
+    generator = generators.get(cfg.llm)
+    assert generator is not None, "an LLM is configured"
     generation = Generation(generator.name, generator.model, options=options or Options())
     LLM_CALLS.labels(generator.name).inc()
     upstream = generators.stream(
@@ -120,13 +170,9 @@ def answer(
         first = next(upstream, "")
     except LLMUnavailable as exc:
         LLM_FAILURES.labels(generator.name).inc()
-        LLM_FALLBACKS.labels(collection.name).inc()
-        log.warning("%s: %s; answering extractively", collection.name, exc.message)
-        text = extractive_answer(question, context, lang, collection.sparse, fallback=True)
-        warning = pack(lang).answered_extractively.format(reason=exc.message)
-        return AnswerStream(context, "extractive", None, warning, _pieces=pieces(text))
-    result = AnswerStream(context, generator.name, generator.model)
-    result._pieces = _filtered(first, upstream, generation, result, lang)
+        return fallback(exc)
+    result = AnswerStream(passages, generator.name, generator.model)
+    result._pieces = _filtered(first, upstream, generation, result, collection.cfg.language)
     return result
 
 

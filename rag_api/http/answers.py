@@ -268,6 +268,15 @@ class OutputMessage(Answer):
     content: list[OutputText]
 
 
+class FunctionCallItem(Answer):
+    type: Literal["function_call"]
+    id: str
+    call_id: str
+    name: str
+    arguments: str  # JSON
+    status: str
+
+
 class ResponseObject(HubFields):
     """A Responses API `response`; with `stream: true`, its server-sent event sequence."""
 
@@ -280,14 +289,14 @@ class ResponseObject(HubFields):
     instructions: str | None
     max_output_tokens: int | None
     model: str
-    output: list[OutputMessage]
+    output: list[OutputMessage | FunctionCallItem]
     parallel_tool_calls: bool
-    previous_response_id: None
+    previous_response_id: str | None
     reasoning: None
     store: bool
     temperature: float | None
     text: dict[str, Any]
-    tool_choice: str
+    tool_choice: str | dict[str, Any]
     tools: list[Any]
     top_p: float | None
     truncation: str

@@ -34,6 +34,7 @@ from rag_api.http.request_log import RequestLog
 from rag_api.hub import Hub
 from rag_api.kbadmin.writes import drop_temporary
 from rag_api.llm.pool import GenerationPool
+from rag_api.openai_compat.stored import ResponseStore
 from rag_api.ops.listening import announce, withdraw
 from rag_api.ops.readiness import disk_problem
 from rag_api.settings import Settings
@@ -100,6 +101,9 @@ def create_app(
     app.state.hub = None
     app.state.watcher = None
     app.state.uploads = None
+    app.state.responses = ResponseStore(
+        settings.responses_path, settings.responses_ttl, settings.responses_max
+    )
     install_error_handlers(app)
     app.add_middleware(JsonBodies)
     app.add_middleware(

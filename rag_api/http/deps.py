@@ -11,6 +11,7 @@ from indexer import Watcher
 from rag_api.errors import NotReady
 from rag_api.hub import Hub
 from rag_api.llm.pool import GenerationPool
+from rag_api.openai_compat.stored import ResponseStore
 from rag_api.settings import Settings
 from rag_api.uploads.service import Uploads
 
@@ -45,6 +46,14 @@ async def get_generation(request: Request) -> GenerationPool:
 
 
 GenerationDep = Annotated[GenerationPool, Depends(get_generation)]
+
+
+async def get_responses(request: Request) -> ResponseStore:
+    """The stored responses of /v1/responses."""
+    return request.app.state.responses
+
+
+ResponsesDep = Annotated[ResponseStore, Depends(get_responses)]
 
 
 async def get_watcher(request: Request) -> Watcher | None:

@@ -1,9 +1,10 @@
 """Request bodies of /v1/chat/completions and /v1/responses: the OpenAI fields the hub uses.
 
 Three kinds of fields (docs/openai.md lists them all):
-- honoured by the hub: model, messages / input / instructions, stream, stream_options;
-- forwarded to the LLM as sent: temperature, top_p, the token limit, stop, seed, and the penalties
-  (`options()`);
+- honoured by the hub: model, messages / input / instructions, stream, stream_options, and on
+  Responses store and previous_response_id;
+- forwarded to the LLM as sent: temperature, top_p, the token limit, stop, seed, the penalties,
+  tools / tool_choice / parallel_tool_calls and response_format / text.format (`options()`);
 - refused with a 400 naming the field, because the hub cannot do what they ask and an answer
   without it would look like one with it: `n` > 1, logprobs, audio or image output.
 Anything else (user, metadata, service_tier, ...) is accepted and ignored, so AnythingLLM, Open
@@ -18,6 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from rag_api.llm.generators import Options
+from rag_api.openai_compat.functions import chat_tool_choice, chat_tools
 
 ModelName = Annotated[str, Field(min_length=1, max_length=256)]
 Temperature = Annotated[float, Field(ge=0.0, le=2.0)]
@@ -174,9 +176,9 @@ class ChatRequest(Tooled):
 
 
 class ResponsesRequest(Tooled):
-    """Responses: `text.format` goes to the LLM as chat's response_format. Its tools are not
-    forwarded yet (no function_call items): an optional call (`auto`, `none`) gets the plain
-    answer, a forced one is refused."""
+    """Responses: `text.format` goes to the LLM as chat's response_format, function `tools` and
+    `tool_choice` in chat form (rag_api.openai_compat.functions); `store` keeps the response for
+    `previous_response_id` and GET /v1/responses/{id} (rag_api.openai_compat.stored)."""
 
     model: ModelName
     input: Any = Field(...)
@@ -185,16 +187,9 @@ class ResponsesRequest(Tooled):
     max_output_tokens: TokenLimit | None = None
     include: list[str] | None = None
     text: dict[str, Any] | None = None
-
-    @field_validator("tool_choice")
-    @classmethod
-    def _optional_calls_only(cls, value: Any) -> Any:
-        if value == "required" or isinstance(value, dict):
-            raise ValueError(
-                "a forced tool call is not supported on the Responses API yet: send 'auto' or "
-                "'none', or use /v1/chat/completions, which forwards tools"
-            )
-        return value
+    metadata: dict[str, str] | None = None
+    store: bool | None = True
+    previous_response_id: str | None = None
 
     @field_validator("text")
     @classmethod
@@ -215,9 +210,6 @@ class ResponsesRequest(Tooled):
             return {"type": "json_schema", "json_schema": found}
         return {"type": kind}
 
-    metadata: dict[str, str] | None = None
-    previous_response_id: str | None = None
-
     @field_validator("input")
     @classmethod
     def _text_or_items(cls, value: Any) -> Any:
@@ -233,13 +225,12 @@ class ResponsesRequest(Tooled):
         return value
 
     def options(self) -> Options:
-        """What goes to the LLM besides temperature and the token limit."""
-        return Options(top_p=self.top_p, response_format=self.response_format)
-
-    @field_validator("previous_response_id")
-    @classmethod
-    def _stateless(cls, value: str | None) -> None:
-        if value is not None:
-            raise ValueError(
-                "is not supported: the hub keeps no responses; send the conversation in input"
-            )
+        """What goes to the LLM besides temperature and the token limit; InvalidRequest naming a
+        tool that is not a function."""
+        return Options(
+            top_p=self.top_p,
+            tools=chat_tools(self.tools),
+            tool_choice=chat_tool_choice(self.tool_choice),
+            parallel_tool_calls=self.parallel_tool_calls,
+            response_format=self.response_format,
+        )

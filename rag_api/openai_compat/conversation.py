@@ -15,12 +15,14 @@ from typing import Any
 from rag_api.errors import InvalidRequest
 from rag_api.llm.generators import Messages
 from rag_api.openai_compat.bodies import ChatMessage
+from rag_api.openai_compat.functions import tool_call
 
 TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
 SILENT_PARTS = frozenset(
     {"image_url", "input_image", "input_audio", "file", "input_file", "refusal"}
 )
 INPUT_ROLES = frozenset({"user", "assistant", "system", "developer"})
+ITEM_TYPES = frozenset({"message", "function_call_output"})
 Turn = tuple[str, str]  # (role, text)
 
 
@@ -34,6 +36,11 @@ class Conversation:
     # a tool exchange after the question (assistant tool calls, role: tool results), in OpenAI's
     # form: it follows the question to the LLM; retrieval stays on the question
     after: Messages = field(default_factory=list)
+
+    def messages(self) -> Messages:
+        """The conversation as chat messages, as the client sent it (its system text first)."""
+        system = [{"role": "system", "content": self.system}] if self.system else []
+        return [*system, *self.history, {"role": "user", "content": self.question}, *self.after]
 
     def previous_question(self) -> str | None:
         """The user message before the question, if any."""
@@ -69,10 +76,12 @@ def flatten(value: Any, where: str) -> str:
     )
 
 
-def from_chat(messages: Sequence[ChatMessage]) -> Conversation:
-    """The conversation in a chat completions request's `messages`."""
-    turns = [(m.role, flatten(m.content, f"messages[{i}].content")) for i, m in enumerate(messages)]
-    conversation = _conversation(turns, [], "messages")
+def from_chat(
+    messages: Sequence[ChatMessage], system: str | None = None, param: str = "messages"
+) -> Conversation:
+    """The conversation in chat `messages` (after the `system` text, if any)."""
+    turns = [(m.role, flatten(m.content, f"{param}[{i}].content")) for i, m in enumerate(messages)]
+    conversation = _conversation(turns, [system or ""], param)
     last_user = max(i for i, (role, text) in enumerate(turns) if role == "user" and text.strip())
     later = messages[last_user + 1 :]
     if not any(m.role == "tool" or m.tool_calls for m in later):
@@ -89,33 +98,62 @@ def from_chat(messages: Sequence[ChatMessage]) -> Conversation:
     return replace(conversation, after=after)
 
 
-def from_responses(items: str | list[Any], instructions: str | None) -> Conversation:
-    """The conversation in a Responses request's `input` (and `instructions`)."""
-    return _conversation(_input_turns(items), [instructions or ""], "input")
+def from_responses(
+    items: str | list[Any], instructions: str | None, earlier: Sequence[Any] = ()
+) -> Conversation:
+    """The conversation in a Responses request's `input` (and `instructions`), continuing the
+    `earlier` items (a stored response's input and output: `previous_response_id`)."""
+    messages = [*input_messages(earlier, "previous_response_id"), *input_messages(items, "input")]
+    return from_chat(messages, instructions, "input")
 
 
-def _input_turns(items: str | list[Any]) -> Iterator[Turn]:
-    if isinstance(items, str):
-        yield "user", items
-        return
-    loose: list[str] = []  # content parts sent without a message around them: one user message
-    for i, item in enumerate(items):
-        where = f"input[{i}]"
-        if not (isinstance(item, dict) and ("role" in item or item.get("type") == "message")):
+def input_items(items: str | Sequence[Any]) -> list[Any]:
+    """Responses `input` as a list of items (a string is one user message)."""
+    return [{"role": "user", "content": items}] if isinstance(items, str) else list(items)
+
+
+def input_messages(items: str | Sequence[Any], param: str) -> Iterator[ChatMessage]:
+    """Responses input items as chat messages, their contents flattened (errors name
+    `{param}[i]`): messages keep their role; `function_call` items (consecutive ones together)
+    become an assistant's tool_calls, `function_call_output` items `role: tool` results; content
+    parts sent without a message around them make one user message."""
+    loose: list[str] = []
+    calls: list[dict[str, Any]] = []
+
+    def pending() -> Iterator[ChatMessage]:
+        if loose:
+            yield ChatMessage(role="user", content="\n".join(loose))
+            loose.clear()
+        if calls:
+            yield ChatMessage(role="assistant", tool_calls=list(calls))
+            calls.clear()
+
+    for i, item in enumerate(input_items(items)):
+        where = f"{param}[{i}]"
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "function_call":
+            if loose:
+                yield from pending()
+            calls.append(tool_call(item, where))
+            continue
+        if not (isinstance(item, dict) and ("role" in item or kind in ITEM_TYPES)):
+            if calls:
+                yield from pending()
             loose.append(flatten(item, where))
             continue
-        if loose:
-            yield "user", "\n".join(loose)
-            loose = []
+        yield from pending()
+        if kind == "function_call_output":
+            output = flatten(item.get("output"), f"{where}.output")
+            yield ChatMessage(role="tool", tool_call_id=item.get("call_id") or "", content=output)
+            continue
         role = item.get("role")
         if role not in INPUT_ROLES:
             raise InvalidRequest(
                 f"{where}.role: must be one of {', '.join(sorted(INPUT_ROLES))}, got {role!r}",
                 param=f"{where}.role",
             )
-        yield role, flatten(item.get("content"), f"{where}.content")
-    if loose:
-        yield "user", "\n".join(loose)
+        yield ChatMessage(role=role, content=flatten(item.get("content"), f"{where}.content"))
+    yield from pending()
 
 
 def _conversation(turns: Iterable[Turn], system: list[str], param: str) -> Conversation:

@@ -1,7 +1,8 @@
 """OpenAI models are collections: `model` names one (or `rag/<name>`); the router's name
 (`auto`) routes by the question (rag_api.routing); anything else (say `gpt-4o`, AnythingLLM's
 default) goes to default_collection, to `auto` with `unknown_model: auto`, or is a 404 with
-`unknown_model: error`."""
+`unknown_model: error`. `<collection>:llm` is the collection's LLM without retrieval, for requests
+that are not questions to the knowledge base (Open WebUI's "Task Model")."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from rag_api.hub import Hub
 from rag_api.routing import Target, resolve
 
 PREFIX = "rag/"
+DIRECT = ":llm"  # `<collection>:llm`: the collection's LLM, no retrieval
 
 
 class ModelNotFound(RagError):
@@ -47,11 +49,21 @@ def find_model(hub: Hub, model: str) -> str:
     return name
 
 
+def direct_collection(hub: Hub, model: str) -> str | None:
+    """The collection of `<collection>:llm` (or `rag/<collection>:llm`), if `model` is one."""
+    name = model.removeprefix(PREFIX)
+    base = name.removesuffix(DIRECT)
+    return base if base != name and base in hub.visible() else None
+
+
 def models(hub: Hub) -> list[str]:
-    """The enabled collections, one model each, then `auto` when it has two to choose from."""
+    """The enabled collections, one model each, then `auto` when it has two to choose from, then
+    `<collection>:llm` for each collection answered by an LLM."""
     names = [name for name in hub.visible() if hub.collections[name].cfg.enabled]
     routable = [name for name in names if hub.collections[name].cfg.routing.enabled]
-    return names + [hub.config.router.name] if len(routable) >= 2 else names
+    auto = [hub.config.router.name] if len(routable) >= 2 else []
+    llms = [n + DIRECT for n in names if hub.collections[n].cfg.llm.provider != "extractive"]
+    return names + auto + llms
 
 
 def model_card(hub: Hub, name: str) -> dict[str, Any]:

@@ -8,14 +8,15 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from rag_api.answering.answer import AnswerStream, answer
+from rag_api.answering.answer import AnswerStream, answer, converse
 from rag_api.errors import InvalidRequest
 from rag_api.hub import Hub
 from rag_api.llm.generators import Options, Piece, ToolCallDelta
 from rag_api.llm.prompts import Cited, pack
 from rag_api.openai_compat.condense import retrieval_query
 from rag_api.openai_compat.conversation import Conversation
-from rag_api.openai_compat.models import target
+from rag_api.openai_compat.models import direct_collection, target
+from rag_api.openai_compat.tasks import TaskPrompt, task_prompt
 from rag_api.points.collection import Collection
 from rag_api.routing import RoutedOutcome, RouteRequest, route_search
 from rag_api.routing.route import candidates
@@ -132,7 +133,23 @@ def start_reply(
     format_param: str = "response_format",
 ) -> Reply:
     """Route `model` to a collection (or let `auto` choose), retrieve for the conversation and
-    start the answer (`options` go to the LLM as sent)."""
+    start the answer (`options` go to the LLM as sent). A retrieval-free model (`<c>:llm`) or a
+    client's task prompt (rag_api.openai_compat.tasks) is answered without retrieval."""
+    task = task_prompt(conversation.question)
+    direct = direct_collection(hub, model)
+    if direct is not None or task is not None:
+        collection = hub.collection(direct) if direct else target(hub, model).collection
+        return _without_retrieval(
+            hub,
+            model,
+            collection or _reader(hub),
+            conversation,
+            task,
+            temperature,
+            max_tokens,
+            options or Options(),
+            format_param,
+        )
     routing: dict[str, Any] | None = None
     language: str | None = None
     collection = target(hub, model).collection
@@ -165,6 +182,45 @@ def start_reply(
     return Reply(model, collection, start, warning, routing, language, structured)
 
 
+def _without_retrieval(
+    hub: Hub,
+    model: str,
+    collection: Collection,
+    conversation: Conversation,
+    task: TaskPrompt | None,
+    temperature: float | None,
+    max_tokens: int | None,
+    options: Options,
+    format_param: str,
+) -> Reply:
+    """The collection's LLM answers the conversation as sent; without an LLM only a task prompt
+    is answered (its minimal JSON), anything else is refused naming `model`."""
+    minimal = task.minimal_answer() if task else ""
+    if hub.generators.get(collection.cfg.llm) is None:
+        if task is None:
+            raise InvalidRequest(
+                f"model: '{model}' has no LLM to answer without retrieval ('{collection.name}' "
+                "answers extractively); it takes only client task prompts (docs/openai.md)",
+                param="model",
+            )
+        start: Callable[[], AnswerStream] = partial(
+            AnswerStream, [], "none", None, _pieces=iter([minimal])
+        )
+    else:
+        check_support(hub, collection, options, format_param)
+        start = partial(
+            converse,
+            hub.generators,
+            collection,
+            conversation.messages(),
+            temperature,
+            max_tokens,
+            options,
+            minimal,
+        )
+    return Reply(model, collection, start)
+
+
 def check_support(
     hub: Hub, collection: Collection, options: Options, format_param: str = "response_format"
 ) -> None:
@@ -193,10 +249,14 @@ def _route(hub: Hub, conversation: Conversation) -> RoutedOutcome:
     language (else the default collection's), then routed like any question."""
     routable = candidates(hub, None)
     language = question_language(conversation.question, [c.cfg.language for c in routable])
-    default = hub.collection() if hub.default_visible() else routable[0]  # a key's own first
-    reader = next((c for c in routable if c.cfg.language == language), default)
+    reader = next((c for c in routable if c.cfg.language == language), _reader(hub))
     query = SearchRequest(query=retrieval_query(conversation, reader))
     return route_search(hub, RouteRequest(query))
+
+
+def _reader(hub: Hub) -> Collection:
+    """`auto`'s collection when nothing else decides: default_collection, or the key's first."""
+    return hub.collection() if hub.default_visible() else candidates(hub, None)[0]
 
 
 def citations_footer(text: str, passages: Sequence[Cited], language: str) -> str:

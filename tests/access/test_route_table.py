@@ -3,6 +3,7 @@ nothing, and a key never learns of a collection it may not read."""
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -12,10 +13,12 @@ import pytest
 from fastapi.routing import APIRoute
 
 from rag_api.access.keys import KeysFile
+from rag_api.openai_compat.stored import ResponseStore, StoredResponse
 from tests.conftest import hash_collection, write_config
 
 READER, ADMIN = "reader-global-key", "admin-global-key"
 ASK = [{"role": "user", "content": "How many days for a refund?"}]
+STORED = "/responses/resp_" + "d0c5" * 8  # a stored response made against docs (`guarded`)
 # each route of the app: (what it needs, the request that names `docs`)
 #   public: no key; read / write / admin: that scope on `docs`; listing: any reading key (it
 #   lists only what the key may read); every-read: a key that reads every collection;
@@ -45,6 +48,11 @@ ROUTES: dict[tuple[str, str], tuple[str, str, Any]] = {
     ),
     ("POST", "/v1/responses"): ("read", "/v1/responses", {"model": "docs", "input": "refund?"}),
     ("POST", "/responses"): ("read", "/responses", {"model": "docs", "input": "refund?"}),
+    ("GET", "/v1/responses/{response_id}"): ("read", "/v1" + STORED, None),
+    ("GET", "/responses/{response_id}"): ("read", STORED, None),
+    # the first key allowed deletes it: the later ones get 404, as for any unknown response
+    ("DELETE", "/v1/responses/{response_id}"): ("read", "/v1" + STORED, None),
+    ("DELETE", "/responses/{response_id}"): ("read", STORED, None),
     ("POST", "/v1/embeddings"): ("read", "/v1/embeddings", {"model": "docs", "input": "refund"}),
     ("POST", "/embeddings"): ("read", "/embeddings", {"model": "docs", "input": "refund"}),
     ("POST", "/v1/ops/check"): ("report", "/v1/ops/check", {"collection": "docs"}),
@@ -167,6 +175,9 @@ def guarded(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReq
     keys.revoke(revoked.id)
     expired = keys.load()
     keys.save([k if k.name != "old" else _expired(k) for k in expired])
+    response = {"id": STORED.rsplit("/", 1)[1], "output": []}
+    store = ResponseStore(settings.responses_path, settings.responses_ttl, 10)
+    store.save(StoredResponse("docs", time.time(), response, []))
     server = LiveServer(settings).start()
     with server.client(headers={"Authorization": f"Bearer {ADMIN}"}) as http:
         for name in ("docs", "soporte"):

@@ -75,7 +75,7 @@ def test_responses_input_is_flattened_recursively():
             [{"role": "user", "content": [{"type": "input_text", "text": 7}]}],
             "input[0].content[0].text",
         ),
-        ([{"type": "function_call_output", "output": "{}"}], "input[0].type"),
+        ([{"type": "web_search_call", "id": "ws_1"}], "input[0].type"),
         ([{"role": "user", "content": {"no": "text"}}], "input[0].content"),
         ([{"role": "assistant", "content": "Only an answer."}], "input"),
         ([3], "input[0]"),

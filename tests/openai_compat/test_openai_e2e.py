@@ -65,7 +65,7 @@ def assert_grounded(question: str, text: str, sources: list[dict]) -> None:
 
 def test_no_llm_server_answers_extractively_with_sources(client, ollama):
     ollama.stop()
-    assert [m.id for m in client.models.list()] == ["docs"]
+    assert [m.id for m in client.models.list()] == ["docs", "docs:llm"]
 
     completion = client.chat.completions.create(
         model="gpt-4o", messages=[{"role": "user", "content": REFUND}]

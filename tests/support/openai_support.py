@@ -27,6 +27,22 @@ KB = {
     "shortcuts.txt": "Press Ctrl+K to jump to any page by typing its name.\n",
 }
 REFUND = "How many days do I have to ask for a refund?"
+# a chat tool, and the call a fake upstream answers it with (the `calling` fixture)
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "open_ticket",
+            "description": "Open a refund ticket",
+            "parameters": {
+                "type": "object",
+                "properties": {"days": {"type": "integer"}},
+                "required": ["days"],
+            },
+        },
+    }
+]
+CALL = {"name": "open_ticket", "arguments": {"days": 30}}
 
 
 def ask(question: str) -> list[dict]:
@@ -69,9 +85,13 @@ def sse_events(lines: Iterable[str]) -> list[tuple[str | None, Any]]:
     return events
 
 
-def upstream_hub(root: Path, ollama_url: str, relay_url: str) -> tuple[Hub, LiveServer]:
+def upstream_hub(
+    root: Path, ollama_url: str, relay_url: str, **settings: Any
+) -> tuple[Hub, LiveServer]:
     """A hub over the kb above with three collections answered by: `docs` the (fake) Ollama at
-    `ollama_url`, `relay` the (fake) OpenAI-compatible server at `relay_url`, `plain` extractive."""
+    `ollama_url`, `relay` the (fake) OpenAI-compatible server at `relay_url`, `plain` extractive;
+    `settings` beside the config and data dir in `root`. Called again with the same `root`: the
+    same hub restarted (its data dir kept)."""
     from tests.conftest import hash_collection, write_config
 
     kb = write_kb(root / "kb")
@@ -85,5 +105,5 @@ def upstream_hub(root: Path, ollama_url: str, relay_url: str) -> tuple[Hub, Live
         "plain": hash_collection(kb),
     }
     config = write_config(root / "collections.yaml", collections)
-    settings = Settings(config=config, data_dir=root / "data", qdrant_url=":memory:")
+    settings = Settings(config=config, data_dir=root / "data", qdrant_url=":memory:", **settings)
     return start_indexed(settings, *collections)

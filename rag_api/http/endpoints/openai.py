@@ -13,11 +13,11 @@ from rag_api.answering.sse import EventStream
 from rag_api.http.answers import STREAMED, ChatCompletion, ModelCard, ModelList, ResponseObject
 from rag_api.http.any_path import ANY
 from rag_api.http.auth import require_reader
-from rag_api.http.deps import GenerationDep, HubDep
+from rag_api.http.deps import GenerationDep, HubDep, ResponsesDep
 from rag_api.http.openai_errors import OpenAIRoute
 from rag_api.openai_compat import chat, responses
 from rag_api.openai_compat.bodies import ChatRequest, ResponsesRequest
-from rag_api.openai_compat.conversation import from_chat, from_responses
+from rag_api.openai_compat.conversation import from_chat, from_responses, input_items
 from rag_api.openai_compat.embeddings import EmbeddingsRequest, create_embeddings
 from rag_api.openai_compat.models import find_model, model_card, models
 from rag_api.openai_compat.reply import start_reply
@@ -72,9 +72,16 @@ async def create_response(
     body: ResponsesRequest,
     hub: HubDep,
     generation: GenerationDep,
+    stored: ResponsesDep,
 ) -> Response:
-    """The Responses API over the same pipeline."""
-    conversation = from_responses(body.input, body.instructions)
+    """The Responses API over the same pipeline; `previous_response_id` continues a stored one."""
+    earlier: list[Any] = []
+    if body.previous_response_id:
+        previous = await run_in_threadpool(
+            stored.find, body.previous_response_id, "previous_response_id"
+        )
+        earlier = previous.items
+    conversation = from_responses(body.input, body.instructions, earlier)
     reply = await generation.run(
         start_reply,
         hub,
@@ -85,9 +92,28 @@ async def create_response(
         body.options(),
         "text.format",
     )
+    keep = None
+    if body.store is not False and stored.enabled:
+        keep = stored.keeper(reply.collection.name, [*earlier, *input_items(body.input)])
     if body.stream:
-        return EventStream(responses.response_events(reply, body), reply.close, generation)
-    return JSONResponse(await generation.run(responses.response, reply, body))
+        events = responses.response_events(reply, body, keep)
+        return EventStream(events, reply.close, generation)
+    return JSONResponse(await generation.run(responses.response, reply, body, keep))
+
+
+@router.get("/responses/{response_id}", response_model=ResponseObject, **EXACT, **TWIN)
+@router.get("/v1/responses/{response_id}", response_model=ResponseObject, **EXACT)
+def get_response(response_id: str, stored: ResponsesDep) -> JSONResponse:
+    """A stored response, as it was answered."""
+    return JSONResponse(stored.find(response_id).response)
+
+
+@router.delete("/responses/{response_id}", **TWIN)
+@router.delete("/v1/responses/{response_id}")
+def delete_response(response_id: str, stored: ResponsesDep) -> dict[str, Any]:
+    """Forget a stored response."""
+    stored.delete(response_id)
+    return {"id": response_id, "object": "response", "deleted": True}
 
 
 @router.post("/embeddings", **TWIN)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.fakes import FakeOllama, FakeOpenAI
-from tests.support.openai_support import upstream_hub
+from tests.support.openai_support import CALL, upstream_hub
 
 
 @pytest.fixture(scope="module")
@@ -23,3 +23,13 @@ def server(tmp_path_factory, upstreams):
     yield live
     live.stop()
     hub.close()
+
+
+@pytest.fixture
+def calling(upstreams):
+    """Both upstreams answer a request offering tools with CALL, and its follow-up with a text."""
+    for fake in upstreams:
+        fake.tool_calls, fake.reply = [CALL], "Ticket opened for 30 days [1]."
+    yield
+    for fake in upstreams:
+        fake.tool_calls = None

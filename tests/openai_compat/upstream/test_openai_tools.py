@@ -10,23 +10,10 @@ import httpx
 import openai
 import pytest
 
-from tests.support.openai_support import REFUND, ask
+from tests.support.openai_support import REFUND, TOOLS, ask
 
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "open_ticket",
-            "description": "Open a refund ticket",
-            "parameters": {
-                "type": "object",
-                "properties": {"days": {"type": "integer"}},
-                "required": ["days"],
-            },
-        },
-    }
-]
-CALL = {"name": "open_ticket", "arguments": {"days": 30}}
+pytestmark = pytest.mark.usefixtures("calling")
+
 SCHEMA = {
     "type": "json_schema",
     "json_schema": {
@@ -40,15 +27,6 @@ SCHEMA = {
         },
     },
 }
-
-
-@pytest.fixture(autouse=True)
-def calling(upstreams):
-    for fake in upstreams:
-        fake.tool_calls, fake.reply = [CALL], "Ticket opened for 30 days [1]."
-    yield
-    for fake in upstreams:
-        fake.tool_calls = None
 
 
 def streamed_calls(chunks) -> tuple[list[dict], str | None]:
@@ -214,16 +192,3 @@ def test_responses_text_format_goes_to_the_llm(client, upstreams):
             model="plain", input=REFUND, text={"format": {"type": "json_object"}}
         )
     assert info.value.param == "text.format"
-
-
-def test_responses_tools_optional_answer_plainly_forced_are_refused(client):
-    tool = {
-        "type": "function",
-        "name": "open_ticket",
-        "parameters": TOOLS[0]["function"]["parameters"],
-    }
-    done = client.responses.create(model="plain", input=REFUND, tools=[tool], tool_choice="auto")
-    assert "30 days" in done.output_text
-    with pytest.raises(openai.BadRequestError) as info:
-        client.responses.create(model="plain", input=REFUND, tools=[tool], tool_choice="required")
-    assert info.value.param == "tool_choice"
