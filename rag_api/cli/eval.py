@@ -95,7 +95,7 @@ def _evaluate(
         body = EvalBody(**fields)
     except ValidationError as exc:
         raise click.BadParameter(exc.errors()[0]["msg"]) from None
-    with store_owner(settings, admin=False, quiet=True) as owner:
+    with store_owner(settings, admin=False) as owner:
         document = owner.eval(collection, body)
     if generate is not None:
         drafted = parse_rows(list(enumerate(document["generated"], 1)), "generated")
