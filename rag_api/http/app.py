@@ -89,6 +89,8 @@ def create_app(
     app = FastAPIOffline(
         title="RAG Hub",
         summary="Retrieval-augmented answers from folders of documents, on Qdrant.",
+        description="[← Back to the console](/): collections, questions, uploads, keys.",
+        favicon_url=console.FAVICON,
         version=version(),
         lifespan=lifespan,
         responses=ERRORS,
