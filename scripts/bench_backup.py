@@ -23,8 +23,8 @@ from pathlib import Path
 
 import httpx
 import uvicorn
-import yaml
 
+from rag_api.config import yaml_text
 from rag_api.http.app import create_app
 from rag_api.hub import Hub
 from rag_api.indexing.chunking import Chunk
@@ -99,7 +99,7 @@ def main() -> None:
         config = Path(tmp, "collections.yaml")
         entry = {"embedder": {"provider": "hash", "model": "bench", "dim": 384},
                  "llm": {"provider": "extractive"}}  # fmt: skip
-        config.write_text(yaml.safe_dump({"default_collection": "b", "collections": {"b": entry}}))
+        config.write_text(yaml_text({"default_collection": "b", "collections": {"b": entry}}))
         settings = Settings(config=config, data_dir=Path(tmp, "data"), host="127.0.0.1",
                             port=args.port, ollama_url="http://127.0.0.1:9")  # fmt: skip
         hub = Hub.open(settings)

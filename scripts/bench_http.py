@@ -33,13 +33,11 @@ from http.client import HTTPConnection
 from pathlib import Path
 from urllib.parse import urlsplit
 
-import yaml
-
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from rag_api.config import load_config  # noqa: E402
+from rag_api.config import load_config, yaml_text  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
 from rag_api.settings import Settings  # noqa: E402
 from scripts.bench_query import MODEL, TOP_K, build  # noqa: E402
@@ -75,9 +73,7 @@ def settings_for(root: Path) -> Settings:
         "embedder": {**MODEL, "runtime": "onnx"},
         "retrieval": {"top_k": TOP_K, "threshold": -1},
     }
-    config.write_text(
-        yaml.safe_dump({"default_collection": "bench", "collections": {"bench": entry}})
-    )
+    config.write_text(yaml_text({"default_collection": "bench", "collections": {"bench": entry}}))
     # the ONNX export is kept beside the other bench caches: built once, not every run
     cache = Path(os.environ.get("RAG_MODEL_CACHE", REPO / ".bench" / "models"))
     return Settings(config=config, data_dir=root / "data", model_cache=cache)

@@ -22,10 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 from indexer import Watcher
-from rag_api.config import ChunkingConfig
+from rag_api.config import ChunkingConfig, yaml_text
 from rag_api.hub import Hub
 from rag_api.indexing import kb
 from rag_api.indexing.chunking import _splitter, split_text
@@ -217,7 +215,7 @@ def open_hub(base: Path, root: Path, embedder: dict) -> Hub:
     collection = {"kb": str(root), "embedder": embedder, "chunking": CHUNKING}
     config = base / "collections.yaml"
     config.write_text(
-        yaml.safe_dump({"default_collection": "bench", "collections": {"bench": collection}})
+        yaml_text({"default_collection": "bench", "collections": {"bench": collection}})
     )
     hub = Hub.open(Settings(config=config, data_dir=base / "data"))
     hub.load_models()

@@ -14,9 +14,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
-from rag_api.config import EmbedderConfig
+from rag_api.config import EmbedderConfig, yaml_text
 from rag_api.hub import Hub
 from rag_api.indexing.chunking import Chunk
 from rag_api.indexing.ingest import DocumentWrite, write_documents
@@ -36,7 +34,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         config = Path(tmp, "collections.yaml")
         entry = {"embedder": {"provider": "hash", "model": "small", "dim": 256}}
-        config.write_text(yaml.safe_dump({"default_collection": "b", "collections": {"b": entry}}))
+        config.write_text(yaml_text({"default_collection": "b", "collections": {"b": entry}}))
         url = None if args.engine == "edge" else ":memory:"
         hub = Hub.open(Settings(config=config, data_dir=Path(tmp, "data"), qdrant_url=url))
         collection = hub.collection("b")

@@ -35,7 +35,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import numpy as np
-import yaml
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
@@ -43,7 +42,7 @@ sys.path.insert(0, str(REPO))
 
 import qdrant_edge as qe  # noqa: E402  (the raw baseline talks to the engine directly)
 
-from rag_api.config import ChunkingConfig, load_config  # noqa: E402
+from rag_api.config import ChunkingConfig, load_config, yaml_text  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
 from rag_api.indexing.chunking import split_text  # noqa: E402
 from rag_api.payload import point_id  # noqa: E402
@@ -257,7 +256,7 @@ def main() -> None:
         embedder = {**MODEL, "runtime": args.runtime}
         entry = {"embedder": embedder, "retrieval": {"top_k": TOP_K, "threshold": -1}}
         config.write_text(
-            yaml.safe_dump({"default_collection": "bench", "collections": {"bench": entry}})
+            yaml_text({"default_collection": "bench", "collections": {"bench": entry}})
         )
         # the ONNX export is kept beside the other bench caches: built once, not every run
         cache = REPO / ".bench" / "models"

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import httpx
 import uvicorn
-import yaml
 
+from rag_api.config import yaml_text
 from rag_api.http.app import create_app
 from rag_api.hub import Hub
 from rag_api.indexing.sync import sync_collection
@@ -56,7 +56,7 @@ def main() -> None:
             "chunking": {"size": 512, "overlap": 64},
         }
         document = {"default_collection": "bench", "collections": {"bench": entry}}
-        config.write_text(yaml.safe_dump(document))
+        config.write_text(yaml_text(document))
         cache = REPO / ".bench" / "models"  # the ONNX export, made once across runs
         settings = Settings(
             config=config, data_dir=base / "data", port=_free_port(), model_cache=cache

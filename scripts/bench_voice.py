@@ -36,11 +36,11 @@ import time
 from pathlib import Path
 
 import httpx
-import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from rag_api.config import read_yaml, yaml_text  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
 from rag_api.indexing.chunking import Chunk, split_text  # noqa: E402
 from rag_api.indexing.ingest import DocumentWrite, write_documents  # noqa: E402
@@ -66,11 +66,11 @@ SERVERS = {
 
 def settings_for(data_dir: Path) -> Settings:
     """The shipped `docs` collection, no kb folder: its chunks come from the benchmark."""
-    shipped = yaml.safe_load((REPO / "collections.yaml").read_text())
+    shipped = read_yaml((REPO / "collections.yaml").read_text(), REPO / "collections.yaml")
     docs = {**shipped["collections"]["docs"], "kb": None, "llm": {"provider": "extractive"}}
     config = data_dir / "collections.yaml"
     data_dir.mkdir(parents=True, exist_ok=True)
-    config.write_text(yaml.safe_dump({"default_collection": "docs", "collections": {"docs": docs}}))
+    config.write_text(yaml_text({"default_collection": "docs", "collections": {"docs": docs}}))
     return Settings(config=config, data_dir=data_dir / "data")
 
 

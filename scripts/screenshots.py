@@ -26,9 +26,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from rag_api.config import read_yaml, yaml_text  # noqa: E402
+
 QUESTION = "How many days do I have to ask for a refund?"
 UPLOAD = "# Office plants\n\nThe ficus by the window is watered every Tuesday by the front desk.\n"
 DESKTOP, PHONE = {"width": 1280, "height": 900}, {"width": 390, "height": 844}
@@ -61,12 +64,14 @@ def hub(url: str | None) -> Iterator[str]:
         return
     with tempfile.TemporaryDirectory(prefix="rag-hub-screens-") as tmp:
         root = Path(tmp)
-        config = yaml.safe_load((REPO / "collections.yaml").read_text(encoding="utf-8"))
+        config = read_yaml(
+            (REPO / "collections.yaml").read_text(encoding="utf-8"), REPO / "collections.yaml"
+        )
         for name, entry in config["collections"].items():
             if entry.get("kb"):
                 shutil.copytree(REPO / entry["kb"], root / "kb" / name)
                 entry["kb"] = str(root / "kb" / name)
-        (root / "collections.yaml").write_text(yaml.safe_dump(config, allow_unicode=True))
+        (root / "collections.yaml").write_text(yaml_text(config))
         port = _free_port()
         env = {
             **os.environ,

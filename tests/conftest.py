@@ -16,8 +16,8 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-import yaml
 
+from rag_api.config import read_yaml, yaml_text
 from rag_api.http.app import create_app
 from rag_api.hub import Hub
 from rag_api.settings import Settings
@@ -60,10 +60,16 @@ def minilm_collection(kb: Path | None = None, **overrides: Any) -> dict[str, Any
     return hash_collection(kb, embedder=embedder, **overrides)
 
 
+def repo_yaml(relative: str) -> Any:
+    """A YAML file of the repository, read as the hub reads collections.yaml."""
+    path = REPO / relative
+    return read_yaml(path.read_text(encoding="utf-8"), path)
+
+
 def write_config(path: Path, collections: dict[str, dict[str, Any]], **top: Any) -> Path:
     """Write a collections.yaml; the first collection is the default unless told otherwise."""
     document = {"default_collection": next(iter(collections)), **top, "collections": collections}
-    path.write_text(yaml.safe_dump(document, sort_keys=False), encoding="utf-8")
+    path.write_text(yaml_text(document), encoding="utf-8")
     return path
 
 

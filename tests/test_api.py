@@ -7,7 +7,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-import yaml
 
 from rag_api.indexing.sync import sync_collection
 from tests.conftest import (
@@ -16,11 +15,12 @@ from tests.conftest import (
     assert_error_shape,
     hash_collection,
     minilm_collection,
+    repo_yaml,
     write_config,
 )
 from tests.support.fakes import FakeOllama
 
-QUESTIONS = yaml.safe_load((REPO / "tests/data/kb_questions.yaml").read_text())
+QUESTIONS = repo_yaml("tests/data/kb_questions.yaml")
 
 
 @pytest.fixture(scope="module")

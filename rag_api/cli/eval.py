@@ -6,7 +6,6 @@ reader key, as `rag-hub query` does). `--write` edits collections.yaml here, com
 
 from __future__ import annotations
 
-import io
 import json
 import sys
 from pathlib import Path
@@ -101,7 +100,7 @@ def _evaluate(
         body = EvalBody(**fields)
     except ValidationError as exc:
         raise click.BadParameter(exc.errors()[0]["msg"]) from None
-    with store_owner(settings, admin=False, quiet=True) as owner:
+    with store_owner(settings, admin=False) as owner:
         document = owner.eval(collection, body)
     if generate is not None:
         drafted = parse_rows(list(enumerate(document["generated"], 1)), "generated")
@@ -142,14 +141,13 @@ def render(document: dict[str, Any]) -> str:
 
 def render_tune(tuned: dict[str, Any]) -> str:
     """The best retrieval block as YAML, each changed key with its old value, and the verdict."""
-    from ruamel.yaml import YAML
     from ruamel.yaml.comments import CommentedMap
+
+    from rag_api.config import yaml_text
 
     block = CommentedMap(tuned["best"])
     for key, change in tuned["changes"].items():
         block.yaml_add_eol_comment(f"was {change['from']}", key)
-    out = io.StringIO()
-    YAML().dump({"retrieval": block}, out)
     score, cv = tuned["score"], tuned["cross_validated"]
     lines = [
         f"# score {score['current']:.4f} -> {score['best']:.4f} ({tuned['gain']:+.4f}) in-sample, "
@@ -164,7 +162,7 @@ def render_tune(tuned: dict[str, Any]) -> str:
     lines.append(f"# best per mode: {families}")
     if not tuned["thresholds_tuned"]:
         lines.append('# thresholds not tuned: no out-of-scope question ("sources": []) to refuse')
-    lines.append(out.getvalue().rstrip())
+    lines.append(yaml_text({"retrieval": block}).rstrip())
     lines.append(
         f"# not worth writing: {tuned['refused']}" if tuned["refused"] else "# --write applies it"
     )

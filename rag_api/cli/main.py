@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from rag_api import version
 from rag_api.cli.backup import backup, restore
 from rag_api.cli.config_commands import config as config_group
 from rag_api.cli.eval import eval_command
@@ -24,6 +25,9 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 @click.group(context_settings=CONTEXT)
+@click.version_option(
+    version(), "-V", "--version", prog_name="rag-hub", message="%(prog)s %(version)s"
+)
 @click.option(
     "--config",
     "config",

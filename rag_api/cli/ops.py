@@ -29,10 +29,11 @@ log = logging.getLogger("rag_api.ops")
 
 @contextmanager
 def store_owner(
-    settings: Settings, prefer_server: bool = False, admin: bool = True, quiet: bool = False
+    settings: Settings, prefer_server: bool = False, admin: bool = True
 ) -> Iterator[LocalOps | OpsClient]:
     """This process on its own hub, or the running server when it owns the embedded store
-    (asked with the admin key, or with `admin` False the reader key; `quiet`: not logged).
+    (asked with the admin key, or with `admin` False the reader key): the normal case while
+    the hub serves, logged at info (`-v`).
 
     With `prefer_server`, a server that answers is used even when the store is not locked: a
     migration must switch the serving process's model together with the alias.
@@ -54,8 +55,7 @@ def store_owner(
                 f"{exc.message}; and no rag-hub server answers at {client.url} "
                 "(set RAG_HOST / RAG_PORT to where it listens)"
             ) from None
-        level = logging.INFO if quiet else logging.WARNING
-        log.log(level, "the store is owned by %s: running the operation there", client.where)
+        log.info("the store is owned by %s: running the operation there", client.where)
         yield client
         return
     try:

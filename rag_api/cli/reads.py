@@ -81,7 +81,7 @@ def query(
     # the response carries the LLM's warning: printed below, not logged as well
     logging.getLogger("rag_api.answering.answer").setLevel(logging.ERROR)
     # through the server when it owns the store, with the reader key
-    with store_owner(settings, admin=False, quiet=True) as owner:
+    with store_owner(settings, admin=False) as owner:
         response = owner.query(collection, body)
     if as_json:
         click.echo(json.dumps(response, indent=2, ensure_ascii=False))
@@ -111,7 +111,7 @@ def query(
 def collections_(settings: Settings, as_json: bool) -> None:
     """List the configured collections and what the store holds."""
     # through the server when it owns the store, with the reader key
-    with store_owner(settings, admin=False, quiet=True) as owner:
+    with store_owner(settings, admin=False) as owner:
         rows = owner.collections()
     if as_json:
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))

@@ -3,11 +3,10 @@ indexer alone)."""
 
 from __future__ import annotations
 
-import logging
-
 import click
 
 from rag_api.cli.common import domain_errors, open_hub
+from rag_api.observability.logs import apply_log_level
 from rag_api.settings import Settings
 
 
@@ -29,7 +28,7 @@ def serve(settings: Settings, host: str | None, port: int | None, watch: bool) -
         settings.host = host
     if port:
         settings.port = port
-    logging.getLogger().setLevel(min(logging.getLogger().level, logging.INFO))
+    apply_log_level(settings.log_level)
     app = create_app(settings, watch=watch)
     uvicorn.run(
         app,
@@ -57,7 +56,7 @@ def watch(settings: Settings, debounce: float | None, rescan: float | None) -> N
 
     from indexer import Watcher
 
-    logging.getLogger().setLevel(min(logging.getLogger().level, logging.INFO))
+    apply_log_level(settings.log_level)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

@@ -5,18 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 HERE = Path(__file__).parent
 STATIC = "/console/static"
+FAVICON = "/favicon.ico"  # where browsers look first; the console's pages and /docs link it too
 templates = Jinja2Templates(directory=HERE / "templates")
 router = APIRouter(include_in_schema=False)  # pages, not API: they stay out of /openapi.json
 
 
 def _page(request: Request, template: str, title: str, **context: object) -> HTMLResponse:
-    context = {"title": title, "static": STATIC, **context}
+    context = {"title": title, "static": STATIC, "favicon": FAVICON, **context}
     response = templates.TemplateResponse(request, template, context)
     response.headers["Cache-Control"] = "no-store"
     return response
@@ -45,6 +46,12 @@ def ask(request: Request) -> HTMLResponse:
 def keys(request: Request) -> HTMLResponse:
     """Enter the key this tab uses."""
     return _page(request, "keys.html", "Keys")
+
+
+@router.get(FAVICON)
+def favicon() -> FileResponse:
+    """The hub's icon (SVG: one small file for every size)."""
+    return FileResponse(HERE / "static" / "favicon.svg", media_type="image/svg+xml")
 
 
 def install(app: FastAPI) -> None:

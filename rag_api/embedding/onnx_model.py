@@ -109,7 +109,7 @@ def onnx_embedder(cfg: EmbedderConfig, settings: Settings) -> OnnxEmbedder | Non
         source,
         cfg.batch_size if "batch_size" in cfg.model_fields_set else None,
         query_threads=settings.query_threads,
-        bulk_threads=settings.torch_threads,
+        bulk_threads=settings.batch_threads,
         batch_nice=settings.batch_nice,
     )
 

@@ -10,6 +10,7 @@ import anyio
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 
+from rag_api import version
 from rag_api.access.keyring import Keyring
 from rag_api.console import pages as console
 from rag_api.http.endpoints import (
@@ -89,7 +90,9 @@ def create_app(
     app = FastAPIOffline(
         title="RAG Hub",
         summary="Retrieval-augmented answers from folders of documents, on Qdrant.",
-        version="0.1.0",
+        description="[← Back to the console](/): collections, questions, uploads, keys.",
+        favicon_url=console.FAVICON,
+        version=version(),
         lifespan=lifespan,
         responses=ERRORS,
         # the hub's metrics are Prometheus (rag_api.observability.metrics); FastAPI's own OpenTelemetry hooks

@@ -84,3 +84,21 @@ def configure_logging(level: int, fmt: str = "text") -> None:
     handler.addFilter(RequestIdFilter())
     root.addHandler(handler)
     root.setLevel(level)
+
+
+HUB_LOGGERS = ("rag_api", "indexer")
+TRACE = 5  # uvicorn's level below debug (RAG_LOG_LEVEL=trace)
+
+
+def apply_log_level(name: str) -> None:
+    """RAG_LOG_LEVEL in a long-running command (serve, watch): the hub's own loggers log from that
+    level, other libraries' from it or info, whichever is higher (uvicorn sets its own loggers
+    from the same value); `-v`/`-vv` on the command line lower both."""
+    root = logging.getLogger()
+    level = TRACE if name == "trace" else logging.getLevelNamesMapping()[name.upper()]
+    others = max(level, logging.INFO)
+    if root.level < logging.WARNING:  # -v or -vv
+        level, others = min(level, root.level), min(others, root.level)
+    for logger in HUB_LOGGERS:
+        logging.getLogger(logger).setLevel(level)
+    root.setLevel(others)

@@ -9,12 +9,17 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
 from rag_api.atomic import write_atomically
-from rag_api.config import EmbedderConfig, RetrievalConfig, parse_config, yaml_error
+from rag_api.config import (
+    EmbedderConfig,
+    RetrievalConfig,
+    config_from_text,
+    round_trip_yaml,
+    yaml_error,
+)
 from rag_api.errors import ConfigError
 
 
@@ -30,7 +35,7 @@ def with_retrieval(path: Path, name: str, retrieval: RetrievalConfig) -> tuple[s
     """collections.yaml's text now, and with `name`'s retrieval block set to `retrieval`: only
     the keys whose value changes are written (the others, and their comments, stay)."""
     old = path.read_text(encoding="utf-8")
-    current = parse_config(YAML(typ="safe").load(old), path).collection(name).retrieval
+    current = config_from_text(old, path).collection(name).retrieval
     before, after = current.model_dump(), retrieval.model_dump()
     changed = {key: value for key, value in after.items() if before[key] != value}
     return _with_block(path, name, "retrieval", retrieval, changed, drop_others=False)
@@ -43,7 +48,7 @@ def _with_block(
     removed when `drop_others`), refused unless the result loads with `block` as that block
     and every other collection unchanged."""
     old = path.read_text(encoding="utf-8")
-    yaml = _yaml()
+    yaml = round_trip_yaml()
     try:
         document = yaml.load(old)
     except YAMLError as exc:
@@ -111,7 +116,7 @@ def _write(path: Path, old: str, new: str) -> bool:
 
 def _only_changes(path: Path, old: str, new: str, name: str, key: str, block: Any) -> None:
     """Refuse an edit that would change anything but `name`'s `key` block."""
-    before, after = (parse_config(YAML(typ="safe").load(text), path) for text in (old, new))
+    before, after = (config_from_text(text, path) for text in (old, new))
     expected = before.collections[name].model_copy(update={key: block})
     for other, cfg in before.collections.items():
         if after.collections.get(other) != (expected if other == name else cfg):
@@ -159,11 +164,3 @@ def _drop_line_comment(mapping: CommentedMap, key: str) -> None:
     # only a comment on the key's own line: a longer token also holds the comment lines below
     if token is not None and token.value.count("\n") <= 1:
         del mapping.ca.items[key]
-
-
-def _yaml() -> YAML:
-    yaml = YAML()  # round trip: comments, key order and flow style survive
-    yaml.preserve_quotes = True
-    yaml.width = 4096
-    yaml.indent(mapping=2, sequence=4, offset=2)
-    return yaml

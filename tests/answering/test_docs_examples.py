@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import json
 
-import yaml
-
 from rag_api.answering.query import QueryBody, run_query
 from rag_api.indexing.sync import sync_collection
-from tests.conftest import REPO, write_config
+from tests.conftest import REPO, repo_yaml, write_config
 
 
 def test_the_extractive_answer_holds_the_expected_fact(tmp_path, make_settings, open_hub) -> None:
-    shipped = yaml.safe_load((REPO / "collections.yaml").read_text(encoding="utf-8"))
+    shipped = repo_yaml("collections.yaml")
     docs = {**shipped["collections"]["docs"], "kb": str(REPO / "kb" / "docs")}
     assert docs["llm"]["provider"] == "extractive"  # what a fresh clone answers with
     hub = open_hub(make_settings(write_config(tmp_path / "c.yaml", {"docs": docs})))

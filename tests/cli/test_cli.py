@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -86,3 +87,10 @@ def test_writing_while_a_server_owns_the_store(workspace: dict[str, str]) -> Non
     assert locked.returncode == 1
     assert "is in use by pid" in locked.stderr and "HTTP admin API" in locked.stderr
     assert len(locked.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version_is_the_installed_package_s(flag: str) -> None:
+    result = run_cli(flag)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"rag-hub {metadata.version('rag-hub')}\n"

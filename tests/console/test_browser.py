@@ -7,6 +7,7 @@ from pathlib import Path
 
 from tests.conftest import hash_collection, minilm_collection, write_config
 from tests.console.conftest import ADMIN, READER, expect, kb_folder
+from tests.support.fakes import FakeOllama
 
 
 def test_overview_then_ask_streams_an_answer_and_shows_why_each_source(
@@ -90,11 +91,12 @@ def test_with_keys_the_console_reads_with_a_reader_key_and_writes_only_with_the_
     row.get_by_role("button", name="crm/customer-7").click()  # its chunks, editable
     chunk = page.locator("#chunks li.chunk")
     expect(chunk.locator(".badge.api")).to_have_text("fed through the API")
+    expect(chunk.locator(".chunk-head strong")).to_have_text("Chunk 1 of 1")  # one label
     chunk.get_by_role("button", name="Edit").click()
     chunk.locator(".edit-text").fill("Customer 7 moved to the monthly plan.")
     chunk.locator(".edit-metadata").fill('{"plan": "monthly"}')
     chunk.get_by_role("button", name="Save").click()
-    expect(page.locator("#notice")).to_contain_text("Saved chunk")
+    expect(page.locator("#notice")).to_contain_text("Saved chunk 1 of 1.")
     expect(chunk.locator(".text")).to_have_text("Customer 7 moved to the monthly plan.")
     expect(chunk.locator(".badge", has_text="plan: monthly")).to_be_visible()
     row.get_by_role("button", name="Remove").click()
@@ -102,3 +104,42 @@ def test_with_keys_the_console_reads_with_a_reader_key_and_writes_only_with_the_
     expect(page.locator("#notice")).to_contain_text("Removed the chunks of crm/customer-7")
     expect(row).to_have_count(0)
     assert hub.sources("docs", READER) == ["faq.md", "handbook.md"]
+
+
+MARKDOWN = "**Cerrar caja** a las 18:00.\n- uno `<b>dos</b>`\n- *tres* <img src=x onerror=alert(1)>"
+
+
+def test_an_answer_s_markdown_is_rendered_safely_and_every_page_has_its_icon(
+    tmp_path: Path, hub_process, page
+) -> None:
+    with FakeOllama() as ollama:
+        ollama.reply = MARKDOWN
+        entry = hash_collection(
+            kb_folder(tmp_path), llm={"provider": "ollama", "model": "llama3.2"}
+        )
+        hub = hub_process(
+            write_config(tmp_path / "collections.yaml", {"docs": entry}), RAG_OLLAMA_URL=ollama.url
+        )
+        hub.wait_sources("docs", ["faq.md", "handbook.md"])
+        missing: list[str] = []
+        page.on("response", lambda r: missing.append(r.url) if r.status == 404 else None)
+
+        page.goto(hub.url + "/console/ask?collection=docs")
+        page.fill("#question", "Where do visitors park their car?")
+        page.click("#ask-button")
+        expect(page.locator("#answer-meta")).to_have_attribute("data-done", "true")
+        answer = page.locator("#answer")
+        expect(answer.locator("strong")).to_have_text("Cerrar caja")
+        expect(answer.locator("em")).to_have_text("tres")
+        expect(answer.locator("code")).to_have_text("<b>dos</b>")  # markup in it stays text
+        expect(answer).to_contain_text("• uno")
+        expect(answer).not_to_contain_text("**")
+        expect(answer.locator("b, img")).to_have_count(0)
+
+    page.goto(hub.url + "/console/collections/docs")
+    expect(page.locator("#drop-zone")).not_to_contain_text("choose files")  # the native button
+    page.goto(hub.url + "/docs")
+    expect(page.get_by_role("link", name="← Back to the console")).to_have_attribute("href", "/")
+    icon = page.request.get(hub.url + "/favicon.ico")
+    assert icon.status == 200 and icon.headers["content-type"] == "image/svg+xml"
+    assert missing == []

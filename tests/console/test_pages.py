@@ -29,6 +29,7 @@ def test_pages_render_without_a_key_but_hold_no_collection_data(
             assert "salaries" not in page.text and "120k" not in page.text
             for asset in re.findall(r'(?:src|href)="(/console/static/[^"]+)"', page.text):
                 assert http.get(asset).status_code == 200, asset
+            assert '<link rel="icon" href="/favicon.ico"' in page.text
         assert http.get("/v1/overview").status_code == 401  # the data stays behind the key
         # a name in the path is echoed escaped, never as markup
         hostile = http.get("/console/collections/%3Cimg%20src%3Dx%20onerror%3Dalert(1)%3E")
@@ -51,4 +52,8 @@ def test_swagger_and_redoc_load_only_assets_the_hub_serves(
             for asset in assets:
                 served = http.get(asset)
                 assert served.status_code == 200 and len(served.content) > 1000, asset
-        assert http.get("/openapi.json").json()["info"]["title"] == "RAG Hub"
+        info = http.get("/openapi.json").json()["info"]
+        assert info["title"] == "RAG Hub" and "](/)" in info["description"]  # /docs links back
+        assert '"/favicon.ico"' in http.get("/docs").text
+        icon = http.get("/favicon.ico")
+        assert icon.status_code == 200 and icon.headers["content-type"] == "image/svg+xml"

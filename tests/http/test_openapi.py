@@ -3,6 +3,8 @@ key for key (a round trip through the model changes nothing)."""
 
 from __future__ import annotations
 
+from importlib import metadata
+
 import httpx
 import pytest
 
@@ -115,3 +117,8 @@ def test_the_bearer_scheme_is_declared_and_every_keyed_route_references_it(live)
         assert operation.get("security", []) == expected, key
     for key in [("POST", "/v1/chat/completions"), ("POST", "/query/{collection}")]:
         assert operations[key]["security"] == [{"bearer": []}]
+
+
+def test_the_documented_version_is_the_installed_package_s(live) -> None:
+    info = httpx.get(live.url + "/openapi.json").json()["info"]
+    assert info["version"] == metadata.version("rag-hub") != "0+unknown"

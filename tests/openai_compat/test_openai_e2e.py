@@ -7,18 +7,14 @@ import re
 
 import openai
 import pytest
-import yaml
 
 from rag_api.settings import Settings
-from tests.conftest import REPO, write_config
+from tests.conftest import REPO, repo_yaml, write_config
 from tests.support.fakes import FakeOllama
 from tests.support.openai_support import start_indexed
 
 pytestmark = pytest.mark.slow
-QUESTIONS = {
-    q["question"]: q
-    for q in yaml.safe_load((REPO / "tests/data/kb_questions.yaml").read_text())["docs"]
-}
+QUESTIONS = {q["question"]: q for q in repo_yaml("tests/data/kb_questions.yaml")["docs"]}
 REFUND = "How many days do I have to ask for a refund?"
 CIPHER = "Which cipher is used to encrypt customer data stored on disk?"
 SHORTCUT = "Which keyboard shortcut jumps straight to a page by typing its name?"
@@ -41,7 +37,7 @@ def ollama():
 @pytest.fixture(scope="module")
 def client(tmp_path_factory, ollama):
     root = tmp_path_factory.mktemp("openai_e2e")
-    shipped = yaml.safe_load((REPO / "collections.yaml").read_text())
+    shipped = repo_yaml("collections.yaml")
     docs = {**shipped["collections"]["docs"], "kb": str(REPO / "kb" / "docs")}
     docs["llm"] = {"provider": "ollama", "model": "llama3.2"}  # the README's three lines
     config = write_config(root / "collections.yaml", {"docs": docs})

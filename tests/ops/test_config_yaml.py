@@ -1,4 +1,5 @@
-"""collections.yaml as people write it: syntax errors in one line, anchors survive a migration."""
+"""collections.yaml as people write it: syntax errors in one line, anchors survive a migration,
+and the values YAML 1.1 and 1.2 read differently read the same in the server and in an edit."""
 
 from __future__ import annotations
 
@@ -7,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from rag_api.config import EmbedderConfig, load_config
+from rag_api.config import EmbedderConfig, config_from_text, load_config
 from rag_api.errors import ConfigError
 from rag_api.hub import Hub
 from rag_api.indexing.sync import sync_collection
-from rag_api.ops.config_file import set_embedder, with_embedder
+from rag_api.ops.config_file import set_embedder, set_retrieval, with_embedder, with_retrieval
 from tests.conftest import run_cli
 
 BIG = EmbedderConfig(provider="hash", model="hash-big", dim=1024)
@@ -27,6 +28,85 @@ def test_a_syntax_error_names_file_line_and_column(tmp_path: Path) -> None:
     message = caught.value.message
     assert "\n" not in message and str(path) in message and "<unicode string>" not in message
     assert "invalid YAML at line 5, column 13: expected" in message
+
+
+def test_a_key_written_twice_is_an_error_naming_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "collections.yaml"
+    path.write_text("default_collection: a\ndefault_collection: b\ncollections: {}\n")
+    with pytest.raises(ConfigError, match=r"invalid YAML at line 2, column 1: found duplicate key"):
+        load_config(path)
+
+
+# each value YAML 1.1 (PyYAML) reads otherwise: on/off/yes/no as booleans, 010 as eight, a bare
+# date as a date; in the retrieval block an edit rewrites and in blocks it leaves alone
+SCALARS = """\
+default_collection: docs
+collections:
+  docs:
+    kb: {kb}
+    description: 2024-01-05
+    citations: off
+    embedder: {{provider: hash, model: hash-test, dim: 64}}
+    retrieval:
+      top_k: 010
+      candidates: 1_000
+      threshold: 0.25
+    routing:
+      keywords: [on, off, yes, no, 2024-01-05, "010"]
+  other:
+    kb: {kb}
+    enabled: no
+    description: yes
+    embedder: {{provider: hash, model: hash-test, dim: 64}}
+    retrieval: {{rrf_k: 1_000, top_k: 010}}
+"""
+
+
+def _scalars(config) -> dict:
+    docs, other = config.collections["docs"], config.collections["other"]
+    return {
+        "description": (docs.description, other.description),
+        "citations": docs.citations,
+        "enabled": other.enabled,
+        "top_k": (docs.retrieval.top_k, other.retrieval.top_k),
+        "candidates": docs.retrieval.candidates,
+        "rrf_k": other.retrieval.rrf_k,
+        "keywords": docs.routing.keywords,
+    }
+
+
+EXPECTED = {
+    "description": ("2024-01-05", "yes"),
+    "citations": False,
+    "enabled": False,
+    "top_k": (10, 10),
+    "candidates": 1000,
+    "rrf_k": 1000,
+    "keywords": ["on", "off", "yes", "no", "2024-01-05", "010"],
+}
+
+
+@pytest.mark.parametrize("edit", ["retrieval", "embedder"])
+def test_yaml_1_1_lookalikes_read_the_same_before_and_after_an_edit(
+    tmp_path: Path, edit: str
+) -> None:
+    path = tmp_path / "collections.yaml"
+    path.write_text(SCALARS.format(kb=tmp_path))
+    assert _scalars(load_config(path)) == EXPECTED
+    if edit == "retrieval":
+        current = load_config(path).collections["docs"].retrieval
+        block = current.model_copy(update={"threshold": 0.4})
+        _, new = with_retrieval(path, "docs", block)
+        assert set_retrieval(path, "docs", block)
+    else:
+        block = EmbedderConfig(provider="hash", model="2024-01-06", dim=64)
+        _, new = with_embedder(path, "docs", block)
+        assert set_embedder(path, "docs", block)
+    served = load_config(path)  # what the server loads equals what the edit validated
+    assert served == config_from_text(new, path)
+    assert _scalars(served) == EXPECTED
+    assert getattr(served.collections["docs"], edit) == block
+    assert path.read_text() == new
 
 
 ANCHORED = """\

@@ -109,7 +109,7 @@ def test_migration_inside_the_serving_process(tmp_path, make_settings, serve) ->
         wait_for(lambda: loop.physicals[-1:] == ["docs__v2"])
         loop.stop.set()
         loop.join(timeout=30)
-        check = run_cli("check", "--json", env=env)  # the store is locked: the server runs it
+        check = run_cli("-v", "check", "--json", env=env)  # the store is locked: the server runs it
 
     assert "docs__v1 -> docs__v2" in out and "embedder updated" in out
     assert "running inside the rag-hub server" in err
@@ -123,7 +123,8 @@ def test_migration_inside_the_serving_process(tmp_path, make_settings, serve) ->
 
     assert check.returncode == 0, check.stdout + check.stderr
     assert json.loads(check.stdout)["collections"][0]["physical"] == "docs__v2"
-    assert "owned by the rag-hub server" in check.stderr
+    owned = [line for line in check.stderr.splitlines() if "owned by the rag-hub server" in line]
+    assert len(owned) == 1 and " INFO rag_api.ops: the store is owned" in owned[0], owned
 
     rollback = run_cli("migrate", "docs", "--rollback", "--yes", env=env)  # server-side again
     assert rollback.returncode == 0, rollback.stdout + rollback.stderr

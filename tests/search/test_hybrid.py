@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 
 from rag_api.hub import Hub
 from rag_api.indexing.chunking import Chunk
@@ -23,6 +22,7 @@ from tests.conftest import (
     REPO,
     hash_collection,
     minilm_collection,
+    repo_yaml,
     run_cli,
     write_config,
 )
@@ -63,7 +63,7 @@ EXACT = {
     "QX-7147": "errors/e5.md",
     "how do I solve QX-1747": "errors/e6.md",
 }
-KB_QUESTIONS = yaml.safe_load((REPO / "tests/data/kb_questions.yaml").read_text())["docs"]
+KB_QUESTIONS = repo_yaml("tests/data/kb_questions.yaml")["docs"]
 
 
 def index(hub: Hub) -> None:

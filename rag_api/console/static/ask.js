@@ -49,6 +49,36 @@ function sourceItem(source, position) {
     el("pre", { class: "text" }, source.text));
 }
 
+/* An answer's markdown as DOM nodes, made of text nodes and elements only (never parsed as
+   HTML, so nothing in it can run): bold, italics, code, links (their text), headings, bullets. */
+const INLINE = /(\*\*|__)(?=\S)(.+?)(?<=\S)\1|\*(?=[^\s*])(.+?)(?<=[^\s*])\*|`([^`]+)`|\[([^\]]+)\]\([^)]*\)/g;
+
+function inline(text) {
+  const nodes = [];
+  let last = 0;
+  for (const match of text.matchAll(INLINE)) {
+    const [whole, , bold, italic, code, link] = match;
+    nodes.push(text.slice(last, match.index));
+    if (bold !== undefined) nodes.push(el("strong", {}, inline(bold)));
+    else if (italic !== undefined) nodes.push(el("em", {}, inline(italic)));
+    else if (code !== undefined) nodes.push(el("code", {}, code));
+    else nodes.push(link);
+    last = match.index + whole.length;
+  }
+  nodes.push(text.slice(last));
+  return nodes;
+}
+
+function markdown(text) {
+  return text.split("\n").flatMap((line, i) => {
+    const heading = line.match(/^\s*#{1,6}\s+(.*)$/);
+    const bullet = line.match(/^(\s*)[-*+]\s+(.*)$/);
+    const body = heading ? [el("strong", {}, inline(heading[1]))]
+      : bullet ? [bullet[1] + "• ", ...inline(bullet[2])] : inline(line);
+    return i ? ["\n", ...body] : body;
+  });
+}
+
 /* Server-sent events from a fetch body: calls on(event, data) for each complete event. */
 async function readEvents(response, on) {
   const reader = response.body.getReader();
@@ -90,6 +120,7 @@ async function ask(event) {
     return;
   }
   button.disabled = true;
+  let text = "";
   answer.textContent = "";
   meta.textContent = "Searching…";
   sources.replaceChildren();
@@ -109,7 +140,8 @@ async function ask(event) {
         answer.classList.toggle("none", data.generator === "none");
         meta.textContent = `${data.mode} search · ${data.sources.length} source(s) · answering…`;
       } else if (kind === "delta") {
-        answer.append(data.text);
+        text += data.text;
+        answer.replaceChildren(...markdown(text));
       } else if (kind === "done") {
         const who = data.generator === "none" ? "no answer generated" : data.model ? `${data.generator}: ${data.model}` : data.generator;
         meta.textContent = `${who} · ${Math.round(data.timings_ms.total)} ms` + (data.warning ? ` · warning: ${data.warning}` : "");

@@ -122,20 +122,23 @@ async function download(path) {
 
 /* --- chunks ---------------------------------------------------------------------------------- */
 
-function chunkItem(chunk) {
+/* One label a chunk: its place among its source's chunks (the collection-wide index, which the
+   API's chunk routes take, is the tooltip). */
+function chunkItem(chunk, rank, total) {
+  const label = `Chunk ${rank + 1} of ${total}`;
   const position = POSITION_KEYS.filter((k) => k in chunk.metadata).map((k) => el("span", { class: "badge where" }, `${k} ${chunk.metadata[k]}`));
   const other = Object.entries(chunk.metadata).filter(([k]) => !POSITION_KEYS.includes(k)).map(([k, v]) => el("span", { class: "badge" }, `${k}: ${v}`));
   const item = el("li", { class: "chunk", dataset: { index: chunk.index ?? "" } },
     el("div", { class: "chunk-head" },
-      el("strong", {}, `chunk ${chunk.chunk_index}`), ` · index ${chunk.index ?? "—"} · `,
+      el("strong", { title: chunk.index === null ? null : `index ${chunk.index} in the collection` }, label), " · ",
       chunk.is_dynamic ? el("span", { class: "badge api" }, "fed through the API") : el("span", { class: "badge" }, "from the kb file"),
       position, other),
     el("pre", { class: "text" }, chunk.text || ""));
-  if (chunk.is_dynamic && chunk.index !== null) item.append(editor(chunk));
+  if (chunk.is_dynamic && chunk.index !== null) item.append(editor(chunk, label));
   return item;
 }
 
-function editor(chunk) {
+function editor(chunk, label) {
   const text = el("textarea", { rows: 4, class: "edit-text" });
   text.value = chunk.text || "";
   const metadata = el("textarea", { rows: 2, class: "edit-metadata" });
@@ -147,7 +150,7 @@ function editor(chunk) {
     try {
       const body = { collection: COLLECTION, index: chunk.index, new_text: text.value, new_metadata: JSON.parse(metadata.value || "{}") };
       await Hub.api("POST", "/v1/rag/chunks/update", body);
-      Hub.notify(`Saved chunk ${chunk.index}.`, "ok");
+      Hub.notify(`Saved ${label.toLowerCase()}.`, "ok");
       await showChunks(chunk.source);
     } catch (error) {
       Hub.fail(error, "write");
@@ -166,7 +169,7 @@ async function showChunks(source) {
   const query = new URLSearchParams({ collection: COLLECTION, source_exact: source, include_text: "true", limit: "1000" });
   try {
     const page = await Hub.api("GET", "/v1/rag/chunks?" + query);
-    document.getElementById("chunks").replaceChildren(...page.items.map(chunkItem));
+    document.getElementById("chunks").replaceChildren(...page.items.map((chunk, i) => chunkItem(chunk, i, page.total)));
     status.textContent = `${page.total} chunk(s)`;
     status.dataset.total = page.total;
   } catch (error) {
