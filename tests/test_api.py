@@ -111,6 +111,30 @@ def test_health_ready_and_collections(small: LiveServer) -> None:
         assert listed["off"]["enabled"] is False
 
 
+LOOSE = [  # (extra /query fields, the start of the message): JSON's own types (rag_api.bodies)
+    ({"rerank": 1}, "rerank: must be true or false"),
+    ({"generate": "no"}, "generate: must be true or false"),
+    ({"stream": 0}, "stream: must be true or false"),
+    ({"relative_threshold": True}, "relative_threshold: must be a number, not true"),
+    ({"diversity": "0.5"}, 'diversity: must be a number, not "0.5"'),
+    ({"top_k": "5"}, 'top_k: must be a number, not "5"'),
+    ({"top_k": True}, "top_k: must be a number, not true"),
+    ({"filters": {"metadata": {}, "source_prefix": "s"}, "threshold": "0.2"}, "threshold:"),
+]
+
+
+def test_loose_booleans_and_numbers_are_refused_naming_the_field(small: LiveServer) -> None:
+    with small.client() as client:
+        for extra, message in LOOSE:
+            response = client.post("/query/docs", json={"query": "refund", **extra})
+            error = assert_error_shape(response, 422, "INVALID_REQUEST")
+            assert error["message"].startswith(message), (extra, error)
+        body = {"query": "refund", "generate": "false", "rerank": "false", "threshold": 0}
+        taken = client.post("/query/docs", json=body | {"relative_threshold": 1})
+        assert taken.status_code == 200, taken.text
+        assert taken.json()["answer"] is None
+
+
 def test_every_error_has_the_one_shape(small: LiveServer) -> None:
     with small.client() as client:
         assert_error_shape(

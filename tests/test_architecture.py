@@ -19,6 +19,7 @@ LAYERS = (
         "errors",
         "payload",
         "metadata",
+        "bodies",
         "providers",
         "atomic",
         "redact",

@@ -6,9 +6,10 @@ import time
 from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
 from rag_api.answering.answer import answer
+from rag_api.bodies import Body
 from rag_api.config import Mode, check_metadata_keys
 from rag_api.hub import Hub
 from rag_api.metadata import MAX_KEYS, value_problem
@@ -22,7 +23,7 @@ MetadataValue = str | int | float | bool
 SOURCES_MAX = 1024  # documents in one query's allowlist
 
 
-class Filters(BaseModel):
+class Filters(Body):
     model_config = ConfigDict(extra="forbid")
 
     # each key is one more condition on every candidate point: no more than metadata can hold
@@ -43,7 +44,7 @@ class Filters(BaseModel):
 CollectionName = Annotated[str, Field(min_length=1, max_length=63)]
 
 
-class SearchFields(BaseModel):
+class SearchFields(Body):
     """What every retrieval request carries (here and in the /v1/rag admin API)."""
 
     model_config = ConfigDict(extra="forbid")

@@ -6,8 +6,9 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
+from rag_api.bodies import Body
 from rag_api.config import Mode
 from rag_api.errors import InvalidRequest
 from rag_api.evaluation.generate import MAX_GENERATE, WARNING, draft
@@ -17,7 +18,7 @@ from rag_api.evaluation.tune import Tuner
 from rag_api.hub import Hub
 
 
-class EvalBody(BaseModel):
+class EvalBody(Body):
     """What to measure: the questions (objects as in a question file) or `generate` drafts."""
 
     model_config = ConfigDict(extra="forbid")

@@ -14,6 +14,7 @@ from pydantic import (
 )
 
 from rag_api.answering.query import Filters, MetadataValue, SearchFields
+from rag_api.bodies import Body
 from rag_api.config import Language
 from rag_api.errors import PayloadTooLarge
 from rag_api.metadata import check_metadata, has_line_break_or_control
@@ -45,7 +46,7 @@ def check_size(what: str, text: str, limit: int) -> None:
         raise PayloadTooLarge(f"{what} has {len(text)} characters; the limit is {limit}")
 
 
-class Routed(BaseModel):
+class Routed(Body):
     """Every body may name its collection (else the query parameter, else default_collection)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -61,7 +62,7 @@ class AddDocument(Routed):
     dynamic: bool = True
 
 
-class ChunkItem(BaseModel):
+class ChunkItem(Body):
     model_config = ConfigDict(extra="forbid")
 
     text: Annotated[str, Field(min_length=1)]
@@ -135,7 +136,7 @@ def _metadata_keys(value: dict[str, MetadataValue]) -> dict[str, MetadataValue]:
     return Filters(metadata=value).metadata  # the /query filters' key rules
 
 
-class ListChunks(ChunkFilters):
+class ListChunks(ChunkFilters, Body):
     model_config = ConfigDict(extra="forbid")
 
     metadata: Annotated[dict[str, MetadataValue], AfterValidator(_metadata_keys)] = {}

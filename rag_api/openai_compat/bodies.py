@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
+from rag_api.bodies import Body
 from rag_api.llm.generators import Options
 from rag_api.openai_compat.functions import chat_tool_choice, chat_tools
 
@@ -41,7 +42,7 @@ def _refused(reason: str) -> Any:
     return classmethod(check)
 
 
-class Lenient(BaseModel):
+class Lenient(Body):
     model_config = ConfigDict(extra="ignore")
 
 

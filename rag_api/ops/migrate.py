@@ -11,8 +11,9 @@ from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from rag_api.bodies import Body
 from rag_api.config import EmbedderConfig
 from rag_api.embedding.dims import offline_problem
 from rag_api.errors import (
@@ -111,7 +112,7 @@ def plan_migration(hub: Hub, name: str, new: EmbedderConfig) -> MigrationPlan:
     return plan
 
 
-class MigrateBody(BaseModel):
+class MigrateBody(Body):
     """A migration to `embedder`, or with `rollback` back to the previous collection: what the
     CLI sends and /v1/ops/migrate takes."""
 

@@ -299,6 +299,22 @@ def test_limits_answer_413(tmp_path: Path, make_settings, serve) -> None:
         ("/chunks/list", {"limit": 0}, "limit"),
         ("/chunks/list", {"metadata": {"bad key": 1}}, "metadata"),
         ("/reload", {"force_rebuild": "sometimes"}, "force_rebuild"),
+        # booleans are JSON's (or "true"/"false"), numbers never booleans or strings (rag_api.bodies)
+        ("/add/document", {"text": "x", "dynamic": 0}, "dynamic: must be true or false"),
+        ("/add/document", {"text": "x", "dynamic": "no"}, "dynamic: must be true or false"),
+        ("/add/document", {"text": "x", "persist": "yes"}, "persist: must be true or false"),
+        ("/add/chunks", {"items": [{"text": "x"}], "persist": 1}, "persist: must be true or"),
+        ("/upsert/document", {**DOC, "dynamic": "on"}, "dynamic: must be true or false"),
+        ("/remove", {"source_prefix": "s", "exact": 1}, "exact: must be true or false"),
+        ("/reload", {"prune": "false "}, "prune: must be true or false"),
+        ("/search", {"query": "x", "top_k": "5"}, 'top_k: must be a number, not "5"'),
+        ("/search", {"query": "x", "top_k": True}, "top_k: must be a number, not true"),
+        ("/search", {"query": "x", "threshold": False}, "threshold: must be a number"),
+        ("/chunks/list", {"limit": "10"}, "limit: must be a number"),
+        ("/chunks/list", {"include_text": "1"}, "include_text: must be true or false"),
+        ("/chunks/list", {"min_score": True}, "min_score: must be a number"),
+        ("/chunks/update", {"index": True, "new_text": "x"}, "index: must be a number"),
+        ("/chunks/update", {"source": "s", "chunk_index": "0", "new_text": "x"}, "chunk_index"),
         # metadata is a flat map of scalars and short lists of scalars (rag_api.metadata)
         ("/upsert/document", {**DOC, "metadata": {"k": nested(126)}}, "metadata: nested"),
         ("/upsert/document", {**DOC, "metadata": {"k": nested(2)}}, "metadata: key 'k'"),
@@ -352,6 +368,22 @@ def test_bad_bodies_name_the_field(
         error = assert_error_shape(http.post(path, **sent), 422, "INVALID_REQUEST")
         assert field in error["message"]
         assert http.get("/status").json()["chunks"] == before  # nothing written
+
+
+def test_json_booleans_their_strings_and_integers_for_floats_are_taken(
+    plain_server: LiveServer,
+) -> None:
+    with rag(plain_server) as http:
+        added = http.post(
+            "/add/document", json={"text": "x", "dynamic": "true", "persist": "false"}
+        )
+        assert added.status_code == 200, added.text
+        for body in ({"query": "x", "threshold": 1}, {"query": "x", "threshold": -1, "top_k": 5}):
+            assert http.post("/search", json=body).status_code == 200
+        listed = http.post("/chunks/list", json={"min_score": 0, "include_text": "false"})
+        assert listed.status_code == 200, listed.text
+        # query strings are strings: the GET listing still reads them as before
+        assert http.get("/chunks", params={"include_text": "1", "limit": "5"}).status_code == 200
 
 
 def test_bad_json_and_bad_query_parameters(plain_server: LiveServer) -> None:

@@ -79,6 +79,39 @@ MALFORMED = [
         "less than or equal to 2",
     ),
     ("chat/completions", {"model": "docs", "messages": ask("hi"), "n": 2}, "n", "must be 1"),
+    # booleans are JSON's (or "true"/"false"), numbers never booleans or strings (rag_api.bodies)
+    (
+        "chat/completions",
+        {"model": "docs", "messages": ask("hi"), "stream": "yes"},
+        "stream",
+        "must be true or false",
+    ),
+    (
+        "chat/completions",
+        {"model": "docs", "messages": ask("hi"), "stream": 1},
+        "stream",
+        "must be true or false",
+    ),
+    (
+        "chat/completions",
+        {"model": "docs", "messages": ask("hi"), "stream_options": {"include_usage": "no"}},
+        "stream_options.include_usage",
+        "must be true or false",
+    ),
+    (
+        "chat/completions",
+        {"model": "docs", "messages": ask("hi"), "temperature": True},
+        "temperature",
+        "must be a number",
+    ),
+    (
+        "chat/completions",
+        {"model": "docs", "messages": ask("hi"), "max_tokens": "5"},
+        "max_tokens",
+        "must be a number",
+    ),
+    ("responses", {"model": "docs", "input": "hi", "store": 0}, "store", "must be true or false"),
+    ("responses", {"model": "docs", "input": "hi", "top_p": "1"}, "top_p", "must be a number"),
     # values Python's JSON parser accepts but nothing downstream can hold (rag_api.http.json_body)
     (
         "chat/completions",

@@ -189,8 +189,10 @@ def test_other_refusals(start, kb: Path) -> None:
         assert_error_shape(text, 422, "INVALID_REQUEST")
         twice = upload(http, [("a.md", b"x"), ("./a.md", b"y")])
         assert "given twice" in assert_error_shape(twice, 422, "INVALID_REQUEST")["message"]
-        flag = upload(http, [("a.md", b"x")], overwrite="maybe")
-        assert_error_shape(flag, 422, "INVALID_REQUEST")
+        for loose in ("maybe", "yes", "1", "on", ""):  # true or false, as in a JSON body
+            flag = upload(http, [("a.md", b"x")], overwrite=loose)
+            error = assert_error_shape(flag, 422, "INVALID_REQUEST")
+            assert error["message"].startswith("overwrite: must be true or false"), error
         (kb / "dir.md").mkdir()
         assert_error_shape(upload(http, [("dir.md", b"x")]), 422, "INVALID_REQUEST")
         unknown = assert_error_shape(http.get("/v1/jobs/0123abcd"), 404, "JOB_NOT_FOUND")

@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Depends, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from rag_api.access.grant import audit
+from rag_api.bodies import Body
 from rag_api.http.auth import require_admin
 from rag_api.http.deps import HubDep, SettingsDep
 from rag_api.ops.backup_jobs import BackupJobs
@@ -21,14 +22,14 @@ router = APIRouter(prefix="/v1/ops", tags=["ops"])
 ADMIN = [Depends(require_admin)]
 
 
-class BackupBody(BaseModel):
+class BackupBody(Body):
     model_config = ConfigDict(extra="forbid")
 
     collections: list[str] | None = None  # default: every configured collection
     to: str | None = None  # a folder on the server's machine (default RAG_BACKUP_DIR)
 
 
-class RestoreBody(BaseModel):
+class RestoreBody(Body):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     backup: str  # the backup folder, on the server's machine

@@ -18,10 +18,11 @@ from typing import Annotated, Any
 import anyio
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 from starlette.types import Receive, Scope, Send
 
 from rag_api.access.grant import audit
+from rag_api.bodies import Body
 from rag_api.errors import RagError
 from rag_api.http.auth import PrincipalDep, authorize, require_admin, require_reader
 from rag_api.http.deps import HubDep
@@ -32,7 +33,7 @@ router = APIRouter(prefix="/v1/ops", tags=["ops"])
 ADMIN = [Depends(require_admin)]
 
 
-class CheckBody(BaseModel):
+class CheckBody(Body):
     model_config = ConfigDict(extra="forbid")
 
     collection: str | None = None
@@ -41,7 +42,7 @@ class CheckBody(BaseModel):
     verify_backups: bool = False  # restore each newest backup into a scratch store and compare
 
 
-class CollectionBody(BaseModel):
+class CollectionBody(Body):
     model_config = ConfigDict(extra="forbid")
 
     collection: str

@@ -18,6 +18,7 @@ from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rag_api.access.grant import allowed, audit
+from rag_api.bodies import flag
 from rag_api.errors import InvalidRequest, PayloadTooLarge
 from rag_api.http import upload_answers
 from rag_api.http.any_path import ANY
@@ -30,7 +31,6 @@ READ = [Depends(require_reader)]
 WRITE = [Depends(require_writer)]
 EXACT = {"response_model_exclude_unset": True}
 UPLOAD_PATH = re.compile(r"^/v1/collections/[^/]+/files/?$")  # where the wider body limit applies
-TRUE, FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off", ""}
 Result = dict[str, Any]
 FilePath = Annotated[str, Path(description="the file's path inside the kb folder")]
 
@@ -92,7 +92,7 @@ async def upload(
     try:
         files = [_incoming(item) for item in form.getlist("files")]
         folder = _text(form.get("folder"), "folder")
-        overwrite = _flag(_text(form.get("overwrite"), "overwrite"))
+        overwrite = _flag(_text(form.get("overwrite"), "overwrite"), "overwrite")
         job = await anyio.to_thread.run_sync(uploads.accept, collection, files, folder, overwrite)
     finally:
         await form.close()  # the spooled temp files of the parts
@@ -116,11 +116,12 @@ def _text(value: UploadFile | str | None, field: str) -> str | None:
     return value
 
 
-def _flag(value: str | None) -> bool:
-    text = (value or "").strip().lower()
-    if text not in TRUE | FALSE:
-        raise InvalidRequest(f"overwrite: '{value}' is not true or false", param="overwrite")
-    return text in TRUE
+def _flag(value: str | None, field: str) -> bool:
+    """An absent flag is false; a given one follows every body's rule (rag_api.bodies)."""
+    try:
+        return value is not None and flag(value)
+    except ValueError as exc:
+        raise InvalidRequest(f"{field}: {exc}", param=field) from None
 
 
 @router.get(
