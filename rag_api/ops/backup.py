@@ -16,10 +16,7 @@ import errno
 import logging
 import os
 import shutil
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
@@ -37,12 +34,9 @@ log = logging.getLogger("rag_api.ops.backup")
 PAGE = 512  # points read per engine call under the hold
 # a backup inside the server rests this many times as long as it took to encode each page, so
 # the requests it shares the interpreter with wait less often for it (writes stay held only for
-# the read); it reads smaller pages (an engine call holds the interpreter throughout) and lets the
-# interpreter switch threads more often meanwhile (COURTESY times its interval), so a request
-# waits less each time it needs the interpreter back
+# the read), and reads smaller pages: an engine call holds the interpreter throughout
 SERVER_PACE = 2.0
 SERVER_PAGE = 128
-COURTESY = 0.1
 STAMP = "%Y%m%dT%H%M%SZ"
 PARTIAL = ".partial-"
 
@@ -136,23 +130,20 @@ def take_backup(
         "collections": {}, "extra": {},
     }  # fmt: skip
     try:
-        with courteous(pace):
-            work.mkdir()
-            for name in chosen:
-                page_size = SERVER_PAGE if pace > 0 else PAGE
-                copy, held = read_collection(hub.collections[name], taken_at, page_size)
-                result.held_s[name] = round(held, 4)
-                entry = _write_collection(work, copy, pace)
-                manifest["collections"][name] = entry
-                result.collections[name] = entry
-                log.info(
-                    "%s: %d points backed up (writes held %.3f s)", name, entry["points"], held
-                )
-            manifest["extra"] = _copy_extra(hub.settings.data_dir, hub.settings.keys_path, work)
-            write_atomically(work / fmt.MANIFEST, _json(fmt.seal(manifest)))
-            _fsync_dir(work)
-            os.rename(work, final)
-            _fsync_dir(root)
+        work.mkdir()
+        for name in chosen:
+            page_size = SERVER_PAGE if pace > 0 else PAGE
+            copy, held = read_collection(hub.collections[name], taken_at, page_size)
+            result.held_s[name] = round(held, 4)
+            entry = _write_collection(work, copy, pace)
+            manifest["collections"][name] = entry
+            result.collections[name] = entry
+            log.info("%s: %d points backed up (writes held %.3f s)", name, entry["points"], held)
+        manifest["extra"] = _copy_extra(hub.settings.data_dir, hub.settings.keys_path, work)
+        write_atomically(work / fmt.MANIFEST, _json(fmt.seal(manifest)))
+        _fsync_dir(work)
+        os.rename(work, final)
+        _fsync_dir(root)
     except BaseException as exc:
         shutil.rmtree(work, ignore_errors=True)  # never a partial backup left to be trusted
         if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
@@ -190,21 +181,6 @@ def _write_collection(folder: Path, copy: CollectionCopy, pace: float) -> dict[s
     header = copy.header
     return {"file": rel, **entry, "points": header.points, "physical": header.physical,
             "embedder": header.embedder, "dim": header.dim}  # fmt: skip
-
-
-@contextmanager
-def courteous(pace: float) -> Iterator[None]:
-    """With `pace` (a backup inside the server), the interpreter switches threads COURTESY times
-    as often meanwhile."""
-    if pace <= 0:
-        yield
-        return
-    before = sys.getswitchinterval()
-    sys.setswitchinterval(before * COURTESY)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(before)
 
 
 def _rest(pace: float, started: float) -> None:
