@@ -19,10 +19,10 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from rag_api import version
 from rag_api.atomic import write_atomically
 from rag_api.errors import InsufficientStorage, RagError
 from rag_api.hub import Hub
@@ -61,13 +61,6 @@ class BackupResult:
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
-
-
-def hub_version() -> str:
-    try:
-        return version("rag-hub")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 def read_collection(
@@ -124,7 +117,7 @@ def take_backup(
     work = root / f"{PARTIAL}{final.name}"
     result = BackupResult(str(final), taken_at)
     manifest: dict[str, Any] = {
-        "kind": fmt.KIND, "format": fmt.FORMAT, "hub_version": hub_version(),
+        "kind": fmt.KIND, "format": fmt.FORMAT, "hub_version": version(),
         "taken_at": taken_at, "store": hub.store.location,
         "engine": "embedded" if hub.store.embedded else "server",
         "collections": {}, "extra": {},
