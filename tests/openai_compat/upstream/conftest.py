@@ -16,10 +16,12 @@ def upstreams():
         yield ollama, relay
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, upstreams):
+@pytest.fixture(scope="module", params=[None, ":memory:"], ids=["edge", "memory"])
+def server(request, tmp_path_factory, upstreams):
+    """The hub on the embedded engine, then on qdrant-client's in-memory mode (the server path)."""
     ollama, relay = upstreams
-    hub, live = upstream_hub(tmp_path_factory.mktemp("upstream"), ollama.url, relay.url)
+    root = tmp_path_factory.mktemp("upstream")
+    hub, live = upstream_hub(root, ollama.url, relay.url, qdrant_url=request.param)
     yield live
     live.stop()
     hub.close()

@@ -38,13 +38,17 @@ def sdk(live: LiveServer, key: str = ADMIN) -> openai.OpenAI:
     return openai.OpenAI(base_url=live.url + "/v1", api_key=key, max_retries=0)
 
 
-def test_previous_response_id_continues_the_conversation_after_a_restart(tmp_path, upstreams):
+@pytest.mark.parametrize("qdrant_url", [None, ":memory:"], ids=["edge", "memory"])
+def test_previous_response_id_continues_the_conversation_after_a_restart(
+    tmp_path, upstreams, qdrant_url
+):
     _, relay = upstreams
     relay.reply = "You have 30 days [1]."
-    with hub_at(tmp_path, upstreams) as live:
+    with hub_at(tmp_path, upstreams, qdrant_url=qdrant_url) as live:
         first = sdk(live).responses.create(model="relay", input=REFUND)
         assert first.store is True
-    with hub_at(tmp_path, upstreams) as live:  # a new hub and app over the same data dir
+    # a new hub and app over the same data dir (the in-memory store is indexed anew)
+    with hub_at(tmp_path, upstreams, qdrant_url=qdrant_url) as live:
         client = sdk(live)
         assert client.responses.retrieve(first.id).output_text == first.output_text
         relay.reply = "It costs $15 [1]."
