@@ -252,6 +252,23 @@ def cli_env(env: dict[str, str] | None = None) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
 
 
+def serve_process(
+    env: dict[str, str],
+    *args: str,
+    stdout: Any = subprocess.DEVNULL,
+    stderr: Any = subprocess.DEVNULL,
+) -> subprocess.Popen:
+    """`rag-hub serve` of this checkout in a child process with `env` (RAG_*), `args` after it."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "rag_api", "serve", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=stderr,
+        env=cli_env(env),
+        cwd=REPO,
+    )
+
+
 def assert_error_shape(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
     """Every error: the status, and {"error": {"code", "message"}} with a readable message."""
     assert response.status_code == status, response.text

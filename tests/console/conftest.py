@@ -9,7 +9,6 @@ from __future__ import annotations
 import shutil
 import signal
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import REPO, cli_env, free_port, wait_for
+from tests.conftest import free_port, serve_process, wait_for
 
 READER, ADMIN = "reader-secret", "admin-secret"
 FAQ = "## Refunds\n\nRefunds are possible within 30 days of purchase, with the receipt.\n"
@@ -99,14 +98,7 @@ def hub_process(tmp_path: Path) -> Iterator[Callable[..., HubProcess]]:
             **env,
         }
         with log.open("w") as output:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "rag_api", "serve", "--watch"],
-                stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                env=cli_env(environment),
-                cwd=REPO,
-            )
+            process = serve_process(environment, "--watch", stdout=output, stderr=subprocess.STDOUT)
         hub = HubProcess(f"http://127.0.0.1:{port}", process, log)
         started.append(hub)
         # the first start of a fresh checkout exports MiniLM to ONNX (minutes on a busy machine)

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 
 from tests.conftest import (
-    REPO,
     assert_error_shape,
-    cli_env,
     free_port,
     hash_collection,
+    serve_process,
     wait_for,
     write_config,
 )
@@ -41,14 +38,7 @@ def test_serve_logs_json_lines_carrying_the_request_id(tmp_path: Path) -> None:
         "RAG_LOG_FORMAT": "json",
     }
     with log_path.open("w") as stderr:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "rag_api", "serve", "--watch"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            env=cli_env(env),
-            cwd=REPO,
-        )
+        server = serve_process(env, "--watch", stderr=stderr)
     try:
         http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60)
         wait_for(lambda: _indexed(http), timeout=120)
@@ -102,14 +92,7 @@ def test_a_line_break_sent_by_a_client_cannot_forge_a_text_log_line(tmp_path: Pa
     env = {"RAG_CONFIG": str(config), "RAG_DATA_DIR": str(tmp_path / "data"), "RAG_PORT": str(port)}
     forged = "2026-01-01 00:00:00,000 ERROR rag_api.http.auth: admin key accepted"
     with log_path.open("w") as stderr:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "rag_api", "serve"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            env=cli_env({**env, "RAG_LOG_FORMAT": "text"}),
-            cwd=REPO,
-        )
+        server = serve_process({**env, "RAG_LOG_FORMAT": "text"}, stderr=stderr)
     try:
         http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60)
         wait_for(lambda: _answers(http), timeout=120)

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import logging
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -15,11 +13,10 @@ import pytest
 from rag_api.observability.logs import apply_log_level
 from rag_api.settings import Settings
 from tests.conftest import (
-    REPO,
-    cli_env,
     free_port,
     hash_collection,
     run_cli,
+    serve_process,
     wait_for,
     write_config,
 )
@@ -37,14 +34,7 @@ def _serve_log(tmp_path: Path, level: str) -> str:
         "RAG_LOG_FORMAT": "text",
     }
     with log_path.open("w") as stderr:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "rag_api", "serve"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            env=cli_env(env),
-            cwd=REPO,
-        )
+        server = serve_process(env, stderr=stderr)
     try:
         http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60)
         wait_for(lambda: _status(http) == 200, timeout=120)

@@ -14,16 +14,10 @@ from rag_api.evaluation.request import EvalBody, run_eval
 from rag_api.indexing.chunking import Chunk
 from rag_api.search.retrieval import SearchRequest, search
 from tests.conftest import hash_collection, write_config
+from tests.search.test_rerank import DOCS
 from tests.support.fakes.rerank import FakeReranker, relevance
 from tests.support.writes import replace_source
 
-DOCS = {
-    "refunds.md": "Refunds are granted within 30 days of purchase.",
-    "plans.md": "Refunds for annual plans are prorated by the billing team.",
-    "travel.md": "Hotel refunds need a receipt from the hotel.",
-    "laptops.md": "Report a stolen laptop within two hours, refunds aside.",
-    "api.md": "The API allows 120 requests per minute; no refunds for overages.",
-}
 QUERY = "refunds for annual plans"
 
 

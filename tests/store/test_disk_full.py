@@ -10,7 +10,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,12 +17,11 @@ import httpx
 import pytest
 
 from tests.conftest import (
-    REPO,
     assert_error_shape,
-    cli_env,
     free_port,
     hash_collection,
     run_cli,
+    serve_process,
     wait_for,
     write_config,
 )
@@ -152,14 +150,7 @@ class Server:
 
     def __init__(self, env: dict[str, str]) -> None:
         self.url = f"http://127.0.0.1:{env['RAG_PORT']}"
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "rag_api", "serve"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            env=cli_env(env),
-            cwd=REPO,
-        )
+        self.process = serve_process(env)
         self.http = httpx.Client(base_url=self.url, timeout=60)
         wait_for(self._up, timeout=120)
 
