@@ -3,8 +3,8 @@
 Consistent: each collection is read whole while its in-process writes are held (the gate a
 migration's swap takes, `Collection.writes_held`): a write in progress finishes first, the next
 waits, so the copy is a state the collection really had, each document in one version. Reads go
-on meanwhile. The points are read into memory (vectors as float32) under the hold and written to
-disk after it, so writes wait for the engine's scan only, never for the disk.
+on meanwhile. The engine's records are read into memory under the hold; their points are built
+and written to disk after it, so writes wait for the engine's scan only, never for the disk.
 
 Qdrant's own snapshots are not used: qdrant-edge can load a snapshot but not take one, and a
 server's snapshot restores only into a server; this format restores on both engines.
@@ -17,6 +17,7 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,7 +47,7 @@ class CollectionCopy:
     """One collection as read under the hold."""
 
     header: fmt.Header
-    pages: list[list[PointData]]
+    pages: list[Sequence[PointData]]  # made into points when written, after the hold
 
 
 @dataclass
@@ -71,7 +72,7 @@ def read_collection(
     with collection.writes_held():
         held = time.monotonic()
         info = collection.info(refresh=True)
-        pages: list[list[PointData]] = []
+        pages: list[Sequence[PointData]] = []
         indexes: dict[str, str] = {}
         if info is not None:
             offset: str | None = None

@@ -161,7 +161,7 @@ class Store(ABC):
 
     def export(
         self, physical: str, limit: int = 512, offset: str | None = None
-    ) -> tuple[list[PointData], str | None]:
+    ) -> tuple[ExportPage, str | None]:
         """A page of whole points in id order (dense and BM25 vectors, payload: what a backup
         copies) and the offset of the next page (None at the end)."""
         return self._export(physical, limit, offset)
@@ -212,8 +212,8 @@ class Store(ABC):
     @abstractmethod
     def _export(
         self, physical: str, limit: int, offset: str | None
-    ) -> tuple[list[PointData], str | None]:
-        """The engine's scroll with every vector and the payload (point_from)."""
+    ) -> tuple[ExportPage, str | None]:
+        """The engine's scroll with every vector and the payload (an ExportPage of its records)."""
 
     @abstractmethod
     def _count(self, physical: str, selector: Selector) -> int:
@@ -382,6 +382,31 @@ def point_from(point: Any, dense_name: str) -> PointData:
     sparse = None if bm25 is None else SparseVec(list(bm25.indices), list(bm25.values))
     return PointData(str(point.id), dense if isinstance(dense, list) else list(dense),
                      point.payload or {}, sparse)  # fmt: skip
+
+
+class ExportPage(Sequence[PointData]):
+    """A page of whole points, made from the engine's records when first read: a backup keeps the
+    records it read under the hold (the engine's own copies) and builds the points' Python lists
+    after it, at its own pace."""
+
+    def __init__(self, records: list[Any], dense_name: str) -> None:
+        self._records, self._dense_name = records, dense_name
+        self._points: list[PointData] | None = None
+
+    def points(self) -> list[PointData]:
+        if self._points is None:
+            self._points = [point_from(r, self._dense_name) for r in self._records]
+            self._records = []
+        return self._points
+
+    def __len__(self) -> int:
+        return len(self._points if self._points is not None else self._records)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        return self.points()[index]
+
+    def __iter__(self) -> Iterator[PointData]:
+        return iter(self.points())
 
 
 def hit_from(point: Any, with_dense: bool) -> Hit:

@@ -20,12 +20,12 @@ from rag_api.errors import InsufficientStorage, StoreCorrupted, StoreLocked, Sto
 from rag_api.store.aliases import AliasFile
 from rag_api.store.base import (
     PAYLOAD_INDEXES,
+    ExportPage,
     Store,
     annotate,
     dense_of,
     engine_ids,
     hit_from,
-    point_from,
     point_vectors,
     record_from,
 )
@@ -196,11 +196,11 @@ class EdgeStore(Store):
 
     def _export(
         self, physical: str, limit: int, offset: str | None
-    ) -> tuple[list[PointData], str | None]:
+    ) -> tuple[ExportPage, str | None]:
         request = qe.ScrollRequest(offset=offset, limit=limit, with_payload=True, with_vector=True)
         records, next_offset = _call(self._shard(physical).scroll, request)
         dense_name = self.physical_info(physical).dense_name
-        return [point_from(r, dense_name) for r in records], str_id(next_offset)
+        return ExportPage(records, dense_name), str_id(next_offset)
 
     def _count(self, physical: str, selector: Selector) -> int:
         request = qe.CountRequest(exact=True, filter=selector_filter(selector))

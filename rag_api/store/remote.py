@@ -18,6 +18,7 @@ from rag_api.store.base import (
     HNSW_FULL_SCAN_KB,
     HNSW_M,
     PAYLOAD_INDEXES,
+    ExportPage,
     Store,
     annotate,
     cosine,
@@ -26,7 +27,6 @@ from rag_api.store.base import (
     hit_from,
     hnsw_ef,
     id_scores,
-    point_from,
     point_vectors,
     record_from,
 )
@@ -215,7 +215,7 @@ class RemoteStore(Store):
 
     def _export(
         self, physical: str, limit: int, offset: str | None
-    ) -> tuple[list[PointData], str | None]:
+    ) -> tuple[ExportPage, str | None]:
         dense_name = self._vector_layout(physical)[1]
         records, next_offset = self._call(
             self._client.scroll,
@@ -225,8 +225,7 @@ class RemoteStore(Store):
             with_payload=True,
             with_vectors=True,
         )
-        points = [point_from(r, dense_name) for r in records]
-        return points, None if next_offset is None else str(next_offset)
+        return ExportPage(records, dense_name), None if next_offset is None else str(next_offset)
 
     def _count(self, physical: str, selector: Selector) -> int:
         result = self._call(
