@@ -20,14 +20,10 @@ from rag_api.errors import InsufficientStorage, StoreCorrupted, StoreLocked, Sto
 from rag_api.store.aliases import AliasFile
 from rag_api.store.base import (
     PAYLOAD_INDEXES,
-    ExportPage,
     Store,
     annotate,
-    dense_of,
     engine_ids,
-    hit_from,
     point_vectors,
-    record_from,
 )
 from rag_api.store.diskspace import (
     INDEX_BYTES,
@@ -54,6 +50,7 @@ from rag_api.store.edge_requests import (
     str_id,
 )
 from rag_api.store.fusion import Missing, fuse, one_sided
+from rag_api.store.records import ExportPage, dense_of, hit_from, record_from
 from rag_api.store.salvage import engine_failure, rebuild_shard, unreadable
 from rag_api.store.types import (
     DENSE,

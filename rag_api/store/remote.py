@@ -18,20 +18,16 @@ from rag_api.store.base import (
     HNSW_FULL_SCAN_KB,
     HNSW_M,
     PAYLOAD_INDEXES,
-    ExportPage,
     Store,
     annotate,
     cosine,
-    dense_of,
     engine_ids,
-    hit_from,
     hnsw_ef,
-    id_scores,
     point_vectors,
-    record_from,
 )
 from rag_api.store.filters import FilterTypes, engine_filter
 from rag_api.store.fusion import Missing, Scored, fuse, one_sided
+from rag_api.store.records import ExportPage, dense_of, hit_from, id_scores, record_from
 from rag_api.store.types import (
     DENSE,
     SPARSE,
