@@ -153,17 +153,16 @@ def start_reply(
     routing: dict[str, Any] | None = None
     language: str | None = None
     collection = target(hub, model).collection
-    if collection is None:
+    if collection is None:  # `auto`: the collection that answers is known once routed
         routed = _route(hub, conversation)
         collection, passages, warning = routed.answering, routed.passages, routed.warning
         routing, language = routed.routing.as_dict(), routed.language
-    else:
+        check_support(hub, collection, options or Options(), format_param)
+    else:  # refused before the search
         check_support(hub, collection, options or Options(), format_param)
         query = SearchRequest(query=retrieval_query(conversation, collection))
         outcome = search(collection, query)
         passages, warning = outcome.passages, outcome.warning
-    if routing is not None:
-        check_support(hub, collection, options or Options(), format_param)
     start = partial(
         answer,
         hub.generators,

@@ -75,12 +75,7 @@ def read_collection(
         pages: list[Sequence[PointData]] = []
         indexes: dict[str, str] = {}
         if info is not None:
-            offset: str | None = None
-            while True:
-                page, offset = store.export(info.physical, page_size, offset)
-                pages.append(page)
-                if offset is None:
-                    break
+            pages = list(store.export(info.physical, page_size))
             indexes = store.payload_indexes(info.physical)
         cfg = collection.cfg
         held = time.monotonic() - held

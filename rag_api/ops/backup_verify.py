@@ -42,12 +42,9 @@ def _compare(scratch: Hub, path: Path, name: str) -> str | None:
     header = fmt.read_header(path, name, entry)
     physical = scratch.store.resolve(name)
     restored: dict[str, PointData] = {}
-    offset: str | None = None
-    while physical is not None:
-        page, offset = scratch.store.export(physical, 512, offset)
-        restored.update((p.id, p) for p in page)
-        if offset is None:
-            break
+    if physical is not None:
+        for page in scratch.store.export(physical):
+            restored.update((p.id, p) for p in page)
     if len(restored) != entry["points"]:
         return f"{path.name}: {len(restored)} points restored of {entry['points']}"
     for point in islice(fmt.points_of(path, entry, header), SAMPLE):

@@ -35,12 +35,15 @@ def configure(failures: int, cooldown: float) -> None:
 def scores(cfg: RerankConfig, query: str, documents: Sequence[str]) -> dict[int, float]:
     """Each document's relevance by its index (a server honouring a smaller `top_n` may leave some
     out); raises RerankUnavailable at once while the server's circuit is open."""
-    server = _server(cfg.base_url or "", cfg.api_key_env, cfg.timeouts)
-    return server.scores(cfg.model, query, documents)
+    return _server_of(cfg).scores(cfg.model, query, documents)
 
 
 def breaker(cfg: RerankConfig) -> CircuitBreaker:
-    return _server(cfg.base_url or "", cfg.api_key_env, cfg.timeouts).breaker
+    return _server_of(cfg).breaker
+
+
+def _server_of(cfg: RerankConfig) -> _Server:
+    return _server(cfg.base_url or "", cfg.api_key_env, cfg.timeouts)
 
 
 @functools.lru_cache(maxsize=16)

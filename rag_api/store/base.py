@@ -160,12 +160,15 @@ class Store(ABC):
             return [], None
         return self._scroll(physical, PageSpec(selector, limit, offset, with_dense, fields))
 
-    def export(
-        self, physical: str, limit: int = 512, offset: str | None = None
-    ) -> tuple[ExportPage, str | None]:
-        """A page of whole points in id order (dense and BM25 vectors, payload: what a backup
-        copies) and the offset of the next page (None at the end)."""
-        return self._export(physical, limit, offset)
+    def export(self, physical: str, limit: int = 512) -> Iterator[ExportPage]:
+        """Every point whole (dense and BM25 vectors, payload: what a backup copies), in id order,
+        `limit` a page: one engine call each, made as the pages are taken."""
+        offset: str | None = None
+        while True:
+            page, offset = self._export(physical, limit, offset)
+            yield page
+            if offset is None:
+                return
 
     def count(self, physical: str, selector: Selector = Selector()) -> int:
         """Exact number of selected points."""

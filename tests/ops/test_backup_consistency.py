@@ -78,7 +78,10 @@ def test_backups_beside_a_writer_hold_one_whole_version(settings, tmp_path: Path
         assert written[0] >= 2 and len(seen) >= 2  # the writer really ran between backups
         restored = restore_backup(hub, folders[-1]).restored[0]
         after = [
-            p for p in hub.store.export(restored.live, 1000)[0] if p.payload["source"] == SOURCE
+            p
+            for page in hub.store.export(restored.live, 1000)
+            for p in page
+            if p.payload["source"] == SOURCE
         ]
         assert len(after) == 300 and len(versions_in(after)) == 1
     finally:

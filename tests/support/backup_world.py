@@ -35,14 +35,11 @@ def state(hub: Hub, name: str) -> dict[str, tuple[list[float], Any, dict[str, An
     physical = hub.store.resolve(name)
     assert physical is not None
     points: dict[str, tuple[list[float], Any, dict[str, Any]]] = {}
-    offset = None
-    while True:
-        page, offset = hub.store.export(physical, 128, offset)
+    for page in hub.store.export(physical, 128):
         for p in page:
             sparse = None if p.sparse is None else (list(p.sparse.indices), list(p.sparse.values))
             points[p.id] = (list(p.dense), sparse, p.payload)
-        if offset is None:
-            return points
+    return points
 
 
 def rankings(hub: Hub, name: str = "docs") -> list[list[tuple[str, int, float]]]:
