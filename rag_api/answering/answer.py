@@ -116,7 +116,7 @@ def answer(
         return AnswerStream(context, "extractive", None, warning, _pieces=pieces(text))
 
     return _generate(
-        generators, collection, messages, temperature, max_tokens, options, context, fallback
+        generators, collection, messages, temperature, max_tokens, options, context, fallback, lang
     )
 
 
@@ -139,7 +139,15 @@ def converse(
         return AnswerStream([], "none", None, warning, _pieces=iter([fallback_text]))
 
     return _generate(
-        generators, collection, messages, temperature, max_tokens, options, [], fallback
+        generators,
+        collection,
+        messages,
+        temperature,
+        max_tokens,
+        options,
+        [],
+        fallback,
+        collection.cfg.language,
     )
 
 
@@ -152,8 +160,10 @@ def _generate(
     options: Options | None,
     passages: list[Passage],
     fallback: Callable[[LLMUnavailable], AnswerStream],
+    lang: str,
 ) -> AnswerStream:
-    """Start the collection's LLM on `messages`; `fallback` answers when it cannot be reached."""
+    """Start the collection's LLM on `messages`; `fallback` answers when it cannot be reached;
+    a warning is in `lang`."""
     cfg = collection.cfg
     generator = generators.get(cfg.llm)
     assert generator is not None, "an LLM is configured"
@@ -172,7 +182,7 @@ def _generate(
         LLM_FAILURES.labels(generator.name).inc()
         return fallback(exc)
     result = AnswerStream(passages, generator.name, generator.model)
-    result._pieces = _filtered(first, upstream, generation, result, collection.cfg.language)
+    result._pieces = _filtered(first, upstream, generation, result, lang)
     return result
 
 

@@ -183,3 +183,21 @@ def test_the_warnings_speak_the_collections_language(tmp_path: Path, make_settin
     assert text.startswith("El modelo de lenguaje no está disponible")
     assert result.warning.startswith("El modelo de lenguaje falló (Ollama at")
     assert result.warning.endswith("la respuesta cita los fragmentos recuperados")
+
+
+def test_an_answer_cut_short_is_said_in_the_answers_language(
+    tmp_path: Path, make_settings, open_hub
+) -> None:
+    """`auto` may answer in another language than the answering collection's: the warning follows
+    the answer's."""
+    with FakeOllama() as fake:
+        fake.reply, fake.stall_after = "Los reembolsos se aceptan.", 1
+        llm = {"provider": "ollama", "model": "llama3.2", "base_url": fake.url}
+        llm["timeouts"] = {"first_token": FIRST_TOKEN}
+        entry = hash_collection(language="en", llm=llm)
+        hub = open_hub(make_settings(write_config(tmp_path / "c.yaml", {"docs": entry})))
+        result = answer(
+            hub.generators, hub.collection("docs"), "¿Reembolsos?", [PASSAGE], language="es"
+        )
+        result.text()
+    assert result.warning.endswith("la respuesta está incompleta"), result.warning
