@@ -13,6 +13,7 @@ from ruamel.yaml.constructor import SafeConstructor
 from ruamel.yaml.error import YAMLError
 
 from rag_api.errors import ConfigError
+from rag_api.payload import CHUNK_TYPES
 from rag_api.providers import EMBEDDERS, LLMS
 
 Language = Literal["en", "es", "it"]
@@ -23,6 +24,7 @@ Runtime = Literal["torch", "onnx", "onnx-int8"]
 Device = Annotated[str, Field(pattern=r"^(auto|cpu|mps|cuda(:\d{1,2})?)$")]
 Precision = Literal["auto", "fp32", "fp16", "bf16"]
 IndexKind = Literal["keyword", "integer", "float", "bool"]
+ChunkType = Literal["prose", "list", "table", "code", "qa", "heading", "boilerplate"]
 METADATA_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 COLLECTION_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,62})$")
 
@@ -133,6 +135,13 @@ class RetrievalConfig(Strict):
     relative_threshold: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0
     context_chars: Annotated[int, Field(ge=100)] = 6000
     diversity: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0  # MMR; 0 = off
+    # the chunk types (rag_api.indexing.labels) a search returns; boilerplate (navigation, footers,
+    # tables of contents, page furniture) is left out unless asked for
+    types: Annotated[list[ChunkType], Field(min_length=1)] = [
+        t for t in CHUNK_TYPES if t != "boilerplate"
+    ]
+    # chunks labelled below this quality are left out (0 = none; docs/labels.md)
+    min_quality: Annotated[float, Field(ge=0.0, le=1.0)] = 0.3
     # metadata keys filtered on, indexed in Qdrant by type, e.g. {categoria: keyword, year: integer}
     metadata_indexes: dict[str, IndexKind] = {}
 
@@ -245,6 +254,8 @@ class CollectionConfig(Strict):
     # retrieval on, reporting a drop in nDCG@10 since its last run (rag_api/evaluation/history.py)
     eval: Path | None = None
     routing: RoutingConfig = RoutingConfig()
+    # auto: scanned PDF pages and image files are read with Tesseract when it is installed
+    ocr: Literal["auto", "off"] = "auto"
 
 
 class HubConfig(Strict):

@@ -39,6 +39,12 @@ FILE_CHUNKS = "file_chunks"
 PERSIST = "persist"  # API chunks: false = deleted at the next start or /reload
 DYNAMIC = "dynamic"  # API chunks: the pipeline's `dynamic` flag
 TITLE = "title"  # the document's title line (rag_api.indexing.chunking.title_line), BM25-indexed with each chunk
+# the chunk's labels (rag_api.indexing.labels): what it is, how good it is, and why not better
+TYPE = "type"  # one of CHUNK_TYPES
+QUALITY = "quality"  # 0..1
+QUALITY_REASONS = "quality_reasons"  # what lowered the quality, e.g. ["too_short"]
+LABEL_FIELDS = (TYPE, QUALITY, QUALITY_REASONS)
+CHUNK_TYPES = ("prose", "list", "table", "code", "qa", "heading", "boilerplate")
 
 FROM_FILE = "file"
 FROM_API = "api"
@@ -58,6 +64,8 @@ INDEXED = {
     ORIGIN: "keyword",
     CHUNK_INDEX: "integer",
     SEQ: "integer",
+    TYPE: "keyword",
+    QUALITY: "float",
 }
 # where other tools keep the text and the document name, in the order they are tried
 FOREIGN_TEXT_KEYS = ("page_content", "content", "document")
@@ -197,6 +205,29 @@ class StoredChunk:
         """The document's title line that BM25 indexes with this chunk (None: no title)."""
         value = self.raw.get(TITLE)
         return value if isinstance(value, str) and value else None
+
+    @property
+    def type(self) -> str | None:
+        """The chunk's type label (None: not labelled, e.g. written by another tool)."""
+        value = self.raw.get(TYPE)
+        return value if value in CHUNK_TYPES else None
+
+    @property
+    def quality(self) -> float | None:
+        value = self.raw.get(QUALITY)
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        return float(value) if ok else None
+
+    @property
+    def quality_reasons(self) -> list[str]:
+        value = self.raw.get(QUALITY_REASONS)
+        return [r for r in value if isinstance(r, str)] if isinstance(value, list) else []
+
+    def labels(self) -> dict[str, Any]:
+        """The labels as shown wherever a chunk is shown ({} for an unlabelled chunk)."""
+        if self.type is None:
+            return {}
+        return {TYPE: self.type, QUALITY: self.quality, QUALITY_REASONS: self.quality_reasons}
 
     @property
     def embedder(self) -> str | None:
