@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from rag_api.config import EmbedderConfig
 
@@ -47,3 +48,43 @@ def knows_language(cfg: EmbedderConfig, language: str) -> bool:
     """Whether `cfg`'s model is known to have been trained on `language` (False when unknown)."""
     languages = model_languages(cfg)
     return languages is not None and (languages is EVERY or language in languages)
+
+
+# Function words that are not also words of another of the three languages (no "de", "a", "e",
+# "en", "in", "con", "una", "del", "al", "la", "lo", "se", "su", "era", "ha", "da"), so each hit
+# is evidence for one language.
+FUNCTION_WORDS = {
+    "en": frozenset(
+        "the of and is are was were what which who whom whose how when where why does do did "
+        "with from that this these those by for to an be been has have had its not or on at "
+        "as can could would should there their they it than".split()
+    ),
+    "es": frozenset(
+        "el los las qué cuál cuáles cómo cuándo dónde quién quiénes cuánto cuántos cuántas "
+        "por para es son fue fueron y que sus más este esta estos estas hay muy "
+        "también pero entre desde sobre tiene tienen hasta según".split()
+    ),
+    "it": frozenset(
+        "il gli della dello delle degli dei nel nella nelle negli nei che chi cosa quale quali "
+        "come quando dove perché quanti quante quanto è sono erano stato stata per hanno "
+        "anche più questo questa questi queste ma di sul sulla alla alle tra fra".split()
+    ),
+}
+_WORD = re.compile(r"\w+")
+
+
+def text_language(text: str, languages: Iterable[str]) -> str | None:
+    """The language (among `languages`) whose function words a text uses strictly most."""
+    words = _WORD.findall(text.lower())
+    counts = {
+        language: sum(word in FUNCTION_WORDS[language] for word in words)
+        for language in set(languages)
+        if language in FUNCTION_WORDS
+    }
+    if not counts:
+        return None
+    ranked = sorted(counts.values(), reverse=True)
+    best = ranked[0]
+    if best == 0 or (len(ranked) > 1 and ranked[1] == best):
+        return None
+    return next(language for language, count in counts.items() if count == best)

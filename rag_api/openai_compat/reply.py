@@ -9,6 +9,7 @@ from functools import partial
 from typing import Any
 
 from rag_api.answering.answer import AnswerStream, answer, converse
+from rag_api.embedding.languages import text_language
 from rag_api.errors import InvalidRequest
 from rag_api.hub import Hub
 from rag_api.llm.generators import Options, Piece, ToolCallDelta
@@ -20,7 +21,6 @@ from rag_api.openai_compat.tasks import TaskPrompt, task_prompt
 from rag_api.points.collection import Collection
 from rag_api.routing import RoutedOutcome, RouteRequest, route_search
 from rag_api.routing.route import candidates
-from rag_api.routing.signals import question_language
 from rag_api.search.retrieval import SearchRequest, search
 
 _CITATION = re.compile(r"\[(\d+)\]")
@@ -247,7 +247,7 @@ def _route(hub: Hub, conversation: Conversation) -> RoutedOutcome:
     """`auto`: a follow-up is recognised with the analyser of a collection in the question's
     language (else the default collection's), then routed like any question."""
     routable = candidates(hub, None)
-    language = question_language(conversation.question, [c.cfg.language for c in routable])
+    language = text_language(conversation.question, [c.cfg.language for c in routable])
     reader = next((c for c in routable if c.cfg.language == language), _reader(hub))
     query = SearchRequest(query=retrieval_query(conversation, reader))
     return route_search(hub, RouteRequest(query))

@@ -11,6 +11,7 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from rag_api.config import Mode
+from rag_api.embedding.languages import text_language
 from rag_api.errors import InvalidRequest
 from rag_api.hub import Hub
 from rag_api.points.collection import Collection
@@ -28,7 +29,6 @@ from rag_api.routing.signals import (
     analysed,
     declared_matches,
     description_matches,
-    question_language,
 )
 from rag_api.search.passage import Passage
 from rag_api.search.retrieval import SearchRequest
@@ -104,7 +104,7 @@ def route_search(hub: Hub, request: RouteRequest) -> RoutedOutcome:
     started = time.perf_counter()
     question = request.search.query
     pool = candidates(hub, request.collections)
-    language = question_language(question, [c.cfg.language for c in pool])
+    language = text_language(question, [c.cfg.language for c in pool])
     probes = [Probe(c, _signals(question, c, language)) for c in pool]
     typical = _TYPICAL.setdefault(hub.store, TypicalPassages())
     minimum = hub.config.router.min_passages

@@ -6,32 +6,13 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from rag_api.config import RoutingConfig
+from rag_api.embedding.languages import FUNCTION_WORDS
 
 _WORD = re.compile(r"\w+")
 
-# Function words that are not also words of another of the three languages (no "de", "a", "e",
-# "en", "in", "con", "una", "del", "al", "la", "lo", "se", "su", "era", "ha", "da"), so each hit
-# is evidence for one language.
-FUNCTION_WORDS = {
-    "en": frozenset(
-        "the of and is are was were what which who whom whose how when where why does do did "
-        "with from that this these those by for to an be been has have had its not or on at "
-        "as can could would should there their they it than".split()
-    ),
-    "es": frozenset(
-        "el los las qué cuál cuáles cómo cuándo dónde quién quiénes cuánto cuántos cuántas "
-        "por para es son fue fueron y que sus más este esta estos estas hay muy "
-        "también pero entre desde sobre tiene tienen hasta según".split()
-    ),
-    "it": frozenset(
-        "il gli della dello delle degli dei nel nella nelle negli nei che chi cosa quale quali "
-        "come quando dove perché quanti quante quanto è sono erano stato stata per hanno "
-        "anche più questo questa questi queste ma di sul sulla alla alle tra fra".split()
-    ),
-}
 _ANY_FUNCTION_WORD = frozenset().union(*FUNCTION_WORDS.values())
 
 
@@ -75,20 +56,3 @@ def description_matches(
 def analysed(encoder: Callable[[str], set[int]], text: str) -> frozenset[int]:
     """`encoder(text)` kept: a description and the words of recent questions are analysed once."""
     return frozenset(encoder(text))
-
-
-def question_language(question: str, languages: Iterable[str]) -> str | None:
-    """The language (among `languages`) whose function words the question uses strictly most."""
-    words = _WORD.findall(question.lower())
-    counts = {
-        language: sum(word in FUNCTION_WORDS[language] for word in words)
-        for language in set(languages)
-        if language in FUNCTION_WORDS
-    }
-    if not counts:
-        return None
-    ranked = sorted(counts.values(), reverse=True)
-    best = ranked[0]
-    if best == 0 or (len(ranked) > 1 and ranked[1] == best):
-        return None
-    return next(language for language, count in counts.items() if count == best)

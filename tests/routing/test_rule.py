@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from rag_api.config import RoutingConfig, parse_config
+from rag_api.embedding.languages import text_language
 from rag_api.embedding.query_vectors import QueryVectors
 from rag_api.errors import ConfigError
 from rag_api.routing.decide import (
@@ -23,7 +24,7 @@ from rag_api.routing.decide import (
     strongest_first,
 )
 from rag_api.routing.probe import Probe
-from rag_api.routing.signals import declared_matches, description_matches, question_language
+from rag_api.routing.signals import declared_matches, description_matches
 from rag_api.search.passage import Passage
 from rag_api.search.retrieval import SearchOutcome
 from rag_api.store.bm25 import sparse_encoder
@@ -121,12 +122,12 @@ def test_keywords_ignore_case_and_accents_entities_keep_case() -> None:
         ("Cataracts cause blindness.", None),  # no function word: no language
     ],
 )
-def test_the_question_language_comes_from_function_words(question: str, language: str) -> None:
-    assert question_language(question, ["en", "es", "it"]) == language
+def test_the_text_language_comes_from_function_words(question: str, language: str) -> None:
+    assert text_language(question, ["en", "es", "it"]) == language
 
 
 def test_only_the_hubs_languages_are_considered() -> None:
-    assert question_language("Qual è il periodo di rimborso?", ["en", "es"]) is None
+    assert text_language("Qual è il periodo di rimborso?", ["en", "es"]) is None
 
 
 def test_weighted_rank_fusion_by_hand() -> None:
