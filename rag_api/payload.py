@@ -109,9 +109,10 @@ def build(
     content_hash: str,
     embedder: str,
     title: str | None = None,
+    labels: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A chunk's payload, its metadata checked (422 INVALID_REQUEST naming the key), still without
-    the fields its commit adds (see `stamped`)."""
+    the fields its commit adds (see `stamped`); `labels`: LABEL_FIELDS (rag_api.points.labels)."""
     built = {
         **provenance,
         TEXT: text,
@@ -123,7 +124,7 @@ def build(
     }
     if title is not None:
         built[TITLE] = title
-    return built
+    return {**built, **(labels or {})}
 
 
 def stamped(payload: Mapping[str, Any], seq: int, indexed_at: str) -> dict[str, Any]:

@@ -14,6 +14,8 @@ from rag_api import payload
 from rag_api.errors import EmbedderUnavailable
 from rag_api.indexing.chunking import Chunk, title_line
 from rag_api.points.collection import Collection
+from rag_api.points.labels import Label, label
+from rag_api.points.repetition import Census, unit_of
 from rag_api.points.write_batch import Batch
 from rag_api.store import PointData, Selector
 
@@ -72,6 +74,7 @@ class DocumentWrite:
         prefix = coll.cfg.embedder.document_prefix
         self.hashes = [content_hash(c.text, prefix) for c in self.chunks]
         titles = document_titles(self.chunks)
+        census = batch.census() if self.chunks else None
         self.payloads = [
             payload.build(
                 self.provenance,
@@ -82,6 +85,7 @@ class DocumentWrite:
                 content_hash=digest,
                 embedder=coll.embedder_id,
                 title=titles.get(chunk.source),
+                labels=chunk_label(chunk, coll.cfg.language, census).payload(),
             )
             for chunk, digest in zip(self.chunks, self.hashes, strict=True)
         ]
@@ -121,6 +125,14 @@ class DocumentWrite:
             deleted=deleted,
             written=len(points),
         )
+
+
+def chunk_label(chunk: Chunk, language: str, census: Census | None) -> Label:
+    """A chunk's labels as it is written; a write that carries a line across the repetition
+    threshold relabels the points holding it once committed (rag_api.points.repetition)."""
+    unit = unit_of(chunk.source, chunk.metadata)
+    repeated = census.repeated(chunk.text, unit) if census is not None else 0.0
+    return label(chunk.text, language, chunk.metadata, repeated)
 
 
 def document_titles(chunks: Sequence[Chunk]) -> dict[str, str]:

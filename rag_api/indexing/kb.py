@@ -12,6 +12,7 @@ from pathlib import Path, PurePosixPath
 from rag_api.config import ChunkingConfig
 from rag_api.errors import KbFolderMissing
 from rag_api.indexing.chunking import CHUNKER_VERSION, SPARSE_VERSION, SUFFIXES
+from rag_api.points.labels import LABELS_VERSION
 from rag_api.settings import DEFAULT_MAX_BYTES
 
 # Skips that say something about the file's owner's intent (not a file meant for the index): not
@@ -139,9 +140,10 @@ def _admit(
 
 
 def doc_hash(data: bytes, chunking: ChunkingConfig) -> str:
-    """Identity of a file's points: its bytes, the chunking that cut them and the BM25 encoding
-    of their terms (a new one re-indexes the file; its dense vectors are reused by content hash)."""
-    version = f"v{CHUNKER_VERSION}.{SPARSE_VERSION}"
+    """Identity of a file's points: its bytes, the chunking that cut them, the BM25 encoding of
+    their terms and their labels' rules (a new one re-indexes the file; its dense vectors are
+    reused by content hash)."""
+    version = f"v{CHUNKER_VERSION}.{SPARSE_VERSION}.{LABELS_VERSION}"
     digest = hashlib.sha256(f"{version}:{chunking.size}:{chunking.overlap}\n".encode())
     digest.update(data)
     return digest.hexdigest()[:32]

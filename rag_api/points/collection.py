@@ -21,6 +21,7 @@ from rag_api.embedding.embedders import EmbeddingRouter
 from rag_api.errors import DimensionMismatch, EmbedderMismatch
 from rag_api.points import generations
 from rag_api.points.locks import ReadWriteLock
+from rag_api.points.repetition import Repetition
 from rag_api.points.sequence import ChunkSequence
 from rag_api.points.write_batch import Batch
 from rag_api.store import (
@@ -70,6 +71,7 @@ class Collection:
         self._target_lock = ReadWriteLock()
         self.syncing = threading.RLock()  # one folder reconcile at a time (rag_api.indexing.sync)
         self.sequence = ChunkSequence(store)
+        self.repetition = Repetition(store, self._points_lock)  # boilerplate by repetition
         self._info: tuple[float, CollectionInfo | None] | None = None
         self._stored_embedder: tuple[str, str | None] | None = None
         self._indexed: str | None = None  # the physical collection whose indexes are checked
@@ -281,7 +283,8 @@ class Collection:
         """Writes that land in one physical collection, created on first use; a migration's
         alias swap waits for the batch to end (or the batch for the swap)."""
         with self._target_lock.read():
-            yield Batch(self.store, self._points_lock, self.sequence, self.writable().physical)
+            physical = self.writable().physical
+            yield Batch(self, physical)
 
     def delete(self, selector: Selector, retire: bool = False) -> int:
         """Delete the selected points; returns how many there were. `retire`: their chunk
@@ -293,13 +296,20 @@ class Collection:
             if retire:
                 self.sequence.prime(info.physical)  # the first write's scan, readers not held
             with self._points_lock.write():
+                records = None
+                if retire or self.repetition.primed(info.physical):
+                    records = list(
+                        self.store.iter_records(info.physical, selector, fields=[payload.SEQ])
+                    )
                 if retire:
-                    records = self.store.iter_records(info.physical, selector, fields=[payload.SEQ])
-                    numbers = (payload.StoredChunk(r.payload).seq for r in records)
+                    numbers = (payload.StoredChunk(r.payload).seq for r in records or [])
                     self.sequence.retire(info.physical, [n for n in numbers if n is not None])
                 count = self.store.count(info.physical, selector)
                 if count:
                     self.store.delete(info.physical, selector)
+                if records:
+                    removed = [r.id for r in records]
+                    self.repetition.written(info.physical, self.cfg.language, removed, [])
         return count
 
     def allocate(self, count: int) -> list[int]:

@@ -9,25 +9,31 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rag_api import payload
 from rag_api.points import generations
-from rag_api.points.locks import ReadWriteLock
-from rag_api.points.sequence import ChunkSequence
-from rag_api.store import PointData, Record, Selector, Store
+from rag_api.points.repetition import Census
+from rag_api.store import PointData, Record, Selector
+
+if TYPE_CHECKING:
+    from rag_api.points.collection import Collection
 
 
 class Batch:
     """Writes to the physical collection the hub name pointed at when the batch began."""
 
-    def __init__(
-        self, store: Store, points_lock: ReadWriteLock, sequence: ChunkSequence, physical: str
-    ) -> None:
-        self.store = store
-        self._points_lock = points_lock  # the collection's: readers see a replacement whole
-        self.sequence = sequence
+    def __init__(self, collection: Collection, physical: str) -> None:
+        self.store = collection.store
+        self._points_lock = collection._points_lock  # readers see a replacement whole
+        self.sequence = collection.sequence
+        self._repetition = collection.repetition
+        self.language = collection.cfg.language
         self._physical = physical
+
+    def census(self) -> Census:
+        """The lines repeated across the collection (boilerplate labels, rag_api.points.labels)."""
+        return self._repetition.census(self._physical, self.language)
 
     def records(
         self, selector: Selector, fields: Sequence[str] | None = None, with_dense: bool = False
@@ -63,12 +69,14 @@ class Batch:
             stale = [pid for pid in existing if pid not in keep]
             if stale:
                 store.delete(physical, Selector(ids=tuple(stale)))
+            self._repetition.written(physical, self.language, existing, stamped)
         return len(stale)
 
     def upsert(self, points: Sequence[PointData]) -> None:
         """Overwrite points by id, payloads as they are."""
         with self._points_lock.write():
             self.store.upsert(self._physical, points)
+            self._repetition.written(self._physical, self.language, [], points)
 
     def _numbers(self, ids: list[str], existing: dict[str, dict[str, Any]]) -> list[int]:
         """Each point's chunk number: the one it already has when overwritten in place, else new."""

