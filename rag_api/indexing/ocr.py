@@ -29,6 +29,10 @@ class OcrFailed(Exception):
     """Tesseract could not read one page or image; the message says why."""
 
 
+class OcrTimeout(OcrFailed):
+    """Tesseract took longer than it was given and was stopped."""
+
+
 @dataclass(frozen=True, slots=True)
 class OcrOptions:
     """How a collection reads scanned pages and images: `enabled` is its `ocr: auto`."""
@@ -63,22 +67,23 @@ def find_tesseract() -> str | None:
     return shutil.which("tesseract")
 
 
-@functools.lru_cache(maxsize=8)
 def installed_packs(binary: str) -> frozenset[str]:
-    """The language packs `binary --list-langs` names (empty if it cannot tell)."""
+    """The language packs `binary --list-langs` names (empty if it cannot tell); asked once per
+    binary and TESSDATA_PREFIX (the folder of packs it reads)."""
+    return _listed_packs(binary, os.environ.get("TESSDATA_PREFIX"))
+
+
+@functools.lru_cache(maxsize=8)
+def _listed_packs(binary: str, tessdata: str | None) -> frozenset[str]:
     try:
         done = subprocess.run(
             [binary, "--list-langs"], capture_output=True, text=True, timeout=30, check=False
         )
     except (OSError, subprocess.SubprocessError):
         return frozenset()
-    # "List of available languages in "/usr/share/tesseract-ocr/5/tessdata/" (4):" then one a line
-    lines = (done.stdout + "\n" + done.stderr).splitlines()
-    return frozenset(
-        line.strip()
-        for line in lines
-        if line.strip() and " " not in line.strip() and ":" not in line
-    )
+    # 'List of available languages in "/usr/share/tesseract-ocr/5/tessdata/" (4):', one a line
+    lines = (line.strip() for line in (done.stdout + "\n" + done.stderr).splitlines())
+    return frozenset(line for line in lines if line and " " not in line and ":" not in line)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,11 +170,14 @@ def recognize(
     except subprocess.TimeoutExpired:
         process.kill()
         process.communicate()
-        raise OcrFailed(f"took longer than {timeout_s:g} s and was stopped") from None
+        raise OcrTimeout(f"took longer than {timeout_s:g} s and was stopped") from None
     if process.returncode != 0:
         detail = err.decode("utf-8", "replace").strip()[-ERROR_CHARS:]
         raise OcrFailed(f"tesseract exited with {process.returncode}: {detail}")
-    return parse_tsv(out.decode("utf-8", "replace"))
+    tsv = out.decode("utf-8", "replace")
+    if not tsv.startswith("level\t"):  # a tessdata folder without configs/tsv prints plain text
+        raise OcrFailed(f"tesseract wrote no TSV (is configs/tsv in its tessdata?): {tsv[:80]!r}")
+    return parse_tsv(tsv)
 
 
 def parse_tsv(tsv: str) -> Recognized:

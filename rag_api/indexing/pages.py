@@ -123,8 +123,11 @@ class ScanReader:
                 yield number, Section(found.text, metadata, markdown=False)
 
     def failures(self) -> str:
-        """The pages that failed, as a tail for a message (empty when none did)."""
-        return f" ({'; '.join(self._failed[:3])})" if self._failed else ""
+        """What went wrong (failed pages, a missing pack), as a tail for a message; "" if nothing."""
+        told = self._failed[:3] + (
+            [self.engine.warning] if self.engine and self.engine.warning else []
+        )
+        return f" ({'; '.join(told)})" if told else ""
 
     def _fail(self, warning: str) -> None:
         self._failed.append(warning)
@@ -138,17 +141,21 @@ class ScanReader:
         for image in images:
             if min(image.size) < MIN_IMAGE_PX:  # a rule, a bullet, a logo's sliver
                 continue
+            bound = f"took longer than {self.options.page_timeout_s:g} s and was stopped"
             left = deadline - time.monotonic()
             if left <= 0:
-                raise ocr.OcrFailed(f"took longer than {self.options.page_timeout_s:g} s")
-            found = ocr.recognize(
-                _flat(image),
-                self.engine.pack,
-                left,
-                binary=self.engine.binary,
-                nice=self.options.nice,
-                dpi=dpi,
-            )
+                raise ocr.OcrTimeout(bound)
+            try:
+                found = ocr.recognize(
+                    _flat(image),
+                    self.engine.pack,
+                    left,
+                    binary=self.engine.binary,
+                    nice=self.options.nice,
+                    dpi=dpi,
+                )
+            except ocr.OcrTimeout:
+                raise ocr.OcrTimeout(bound) from None
             if found.text.strip():
                 texts.append(found.text)
                 words += found.words
