@@ -70,6 +70,9 @@ class Settings(BaseSettings):
     max_file_bytes: int = Field(default=DEFAULT_MAX_BYTES, gt=0)  # larger kb files are skipped
     watch_debounce_s: float = Field(default=1.0, ge=0)  # a file is indexed once quiet this long
     watch_rescan_s: float = Field(default=300.0, ge=0)  # full reconcile period; 0 = only at start
+    # OCR (rag_api/indexing/ocr.py): a scanned page or image Tesseract has not read by then is
+    # stopped and reported, and the rest of its file is indexed
+    ocr_page_timeout_s: float = Field(default=60.0, gt=0, le=3600)
     # uploads (POST /v1/collections/{c}/files): a request's files together (a file alone is held
     # to max_file_bytes), files a request, jobs waiting to be indexed (429 above), jobs kept
     upload_max_bytes: int = Field(default=200 * 1024 * 1024, gt=0)

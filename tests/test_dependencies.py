@@ -95,7 +95,7 @@ def test_a_dependency_taken_out_of_pyproject_is_reported() -> None:
     missing = undeclared(project)
     assert set(missing) == {"starlette", "ruamel-yaml", "pypdf"}
     assert "rag_api/ops/config_file.py" in missing["ruamel-yaml"]
-    assert missing["pypdf"] == {"rag_api/indexing/readers.py"}
+    assert missing["pypdf"] == {"rag_api/indexing/pages.py"}
 
 
 def test_the_benchmark_only_packages_stay_out_of_the_runtime() -> None:

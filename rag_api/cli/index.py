@@ -81,8 +81,21 @@ def _index_one(hub: Hub, name: str, force: bool, prune: bool, quiet: bool) -> Sy
     with tqdm(
         total=total, desc=name, unit="file", disable=quiet or not total, file=sys.stderr
     ) as bar:
+
+        def files_done(count: int) -> None:
+            bar.set_postfix_str("", refresh=False)  # an OCR page note belongs to its file
+            bar.update(count)
+
+        def ocr_page(rel: str, page: int, pages: int) -> None:
+            bar.set_postfix_str(f"OCR page {page}/{pages} of {rel}")
+
         report = sync_collection(
-            kb_coll, force=force, progress=bar.update, max_bytes=max_bytes, prune=prune
+            kb_coll,
+            force=force,
+            progress=files_done,
+            max_bytes=max_bytes,
+            prune=prune,
+            on_ocr_page=ocr_page,
         )
     if report.indexed:
         kb_coll.optimize()

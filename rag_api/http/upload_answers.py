@@ -17,6 +17,7 @@ class JobFileAnswer(Answer):
     embedded: int  # chunks embedded for this job
     skipped: int  # chunks not embedded: the same text was stored already (vector reused)
     error: str | None
+    progress: str | None = None  # while indexing, where a long read has got ("OCR page 3/12")
 
 
 class JobAnswer(Answer):

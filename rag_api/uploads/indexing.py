@@ -152,11 +152,18 @@ class IndexQueue:
 
     def _try_file(self, name: str, item: JobFile) -> dict[str, object]:
         rel = item.path
+
+        def ocr_page(_: str, page: int, pages: int) -> None:
+            self.book.file_progress(item, f"OCR page {page}/{pages}")
+
         try:
             collection = self.hub.collection(name)
             with self.file_lock(name):
                 report = sync_collection(
-                    collection, max_bytes=self.hub.settings.max_file_bytes, only=[rel]
+                    collection,
+                    max_bytes=self.hub.settings.max_file_bytes,
+                    only=[rel],
+                    on_ocr_page=ocr_page,
                 )
         except UpstreamUnavailable:
             raise

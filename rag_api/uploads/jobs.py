@@ -36,6 +36,7 @@ class JobFile:
     embedded: int = 0  # chunks whose vectors were computed for this job
     skipped: int = 0  # chunks not embedded: their text was stored already (vector reused)
     error: str | None = None
+    progress: str | None = None  # while indexing, where a long read has got ("OCR page 3/12")
 
 
 @dataclass
@@ -108,11 +109,16 @@ class JobBook:
         with self._lock:
             item.status = "indexing"
 
+    def file_progress(self, item: JobFile, progress: str) -> None:
+        with self._lock:
+            item.progress = progress
+
     def file_finished(self, job: Job, item: JobFile, **outcome: Any) -> None:
         with self._lock:
             for key, value in outcome.items():
                 setattr(item, key, value)
             item.status = "failed" if item.error else "done"
+            item.progress = None
 
     def finish(self, job: Job) -> None:
         """A job is done when every file was indexed, failed when any was not (the files say why)."""

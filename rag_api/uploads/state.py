@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from rag_api.indexing import kb
-from rag_api.indexing.sync import INCOMPLETE, file_inventory
+from rag_api.indexing.chunking import reading_identity
+from rag_api.indexing.sync import INCOMPLETE, file_inventory, ocr_options
 from rag_api.points.collection import Collection
 
 HASH_CACHE_FILES = 100_000
@@ -47,23 +48,24 @@ class FileFailures:
 
 
 class HashCache:
-    """Content hashes of kb files by (path, signature, chunking)."""
+    """Content hashes of kb files by (path, signature, chunking, OCR setup)."""
 
     def __init__(self) -> None:
-        self._hashes: dict[tuple[str, kb.Signature, Any], str] = {}
+        self._hashes: dict[tuple[str, kb.Signature, Any, str], str] = {}
         self._lock = threading.Lock()
 
     def doc_hash(self, collection: Collection, item: kb.KbFile) -> str | None:
         sig = kb.signature(item.path)
         if sig is None:
             return None
-        key = (str(item.path), sig, collection.cfg.chunking)
+        reading = reading_identity(item.path, ocr_options(collection))
+        key = (str(item.path), sig, collection.cfg.chunking, reading)
         with self._lock:
             known = self._hashes.get(key)
         if known is not None:
             return known
         try:
-            value = kb.doc_hash(item.path.read_bytes(), collection.cfg.chunking)
+            value = kb.doc_hash(item.path.read_bytes(), collection.cfg.chunking, reading)
         except OSError:
             return None
         with self._lock:

@@ -116,7 +116,7 @@ def test_ignored_names_and_editor_swap_files(kb_dir: Path, start_watcher) -> Non
     (kb_dir / ".hidden.md").write_text("Secret walrus.")
     (kb_dir / "_generated.md").write_text("Generated walrus.")
     (kb_dir / "notes.md.swp").write_text("Swap walrus.")
-    (kb_dir / "image.png").write_bytes(b"\x89PNG walrus")
+    (kb_dir / "clip.mp4").write_bytes(b"\x00\x00 walrus")
     (kb_dir / "notes.md.tmp").write_text("Saved walrus.")  # an editor's atomic save
     (kb_dir / "notes.md.tmp").rename(kb_dir / "notes.md")
 

@@ -174,3 +174,16 @@ def test_a_rerank_server_is_asked_once_online(tmp_path: Path, kb: Path) -> None:
         rerank["model"] = server.model
         write_config(tmp_path / "c.yaml", {"docs": hash_collection(kb, rerank=rerank)})
         assert check(config, "--online").returncode == 0
+
+
+def test_ocr_without_tesseract_is_a_note_naming_what_to_install(tmp_path: Path, kb: Path) -> None:
+    config = write_config(tmp_path / "c.yaml", {"es": hash_collection(kb, language="es")})
+    result = run_cli(
+        "config", "check", env={"RAG_CONFIG": str(config), "PATH": str(tmp_path / "nothing")}
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "ocr: auto, but Tesseract is not installed" in result.stdout
+    assert "apt-get install tesseract-ocr tesseract-ocr-spa" in result.stdout
+    off = write_config(tmp_path / "off.yaml", {"es": hash_collection(kb, language="es", ocr="off")})
+    quiet = run_cli("config", "check", env={"RAG_CONFIG": str(off), "PATH": str(tmp_path / "x")})
+    assert "Tesseract" not in quiet.stdout

@@ -39,10 +39,10 @@ def test_states_follow_the_folder_and_the_store(start, kb: Path) -> None:
 
         # a file too large for the indexer, and one it ignores (not listed)
         (kb / "huge.md").write_bytes(b"x" * (server.hub.settings.max_file_bytes + 1))
-        (kb / "photo.jpg").write_bytes(b"\xff\xd8")
+        (kb / "clip.mp4").write_bytes(b"\x00\x00")
         huge = file_states(http)["huge.md"]
         assert huge["state"] == "failed" and "byte limit" in huge["reason"]
-        assert "photo.jpg" not in file_states(http)
+        assert "clip.mp4" not in file_states(http)
 
 
 def test_a_file_whose_chunks_were_edited_or_removed_is_stale(start, kb: Path) -> None:

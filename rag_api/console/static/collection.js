@@ -249,7 +249,7 @@ function refuse(item, error) {
 
 function fileResult(file) {
   if (file.status === "failed" || file.error) return `${file.path} failed: ${file.error}`;
-  if (file.status !== "done") return `${file.path} ${file.status}`;
+  if (file.status !== "done") return `${file.path} ${file.status}` + (file.progress ? ` (${file.progress})` : "");
   return `${file.chunks} chunk(s), ${file.embedded} embedded, ${file.skipped} reused`;
 }
 
