@@ -284,7 +284,8 @@ class Collection:
         alias swap waits for the batch to end (or the batch for the swap)."""
         with self._target_lock.read():
             physical = self.writable().physical
-            yield Batch(self, physical)
+            parts = (self._points_lock, self.sequence, self.repetition, self.cfg.language)
+            yield Batch(self.store, *parts, physical)
 
     def delete(self, selector: Selector, retire: bool = False) -> int:
         """Delete the selected points; returns how many there were. `retire`: their chunk

@@ -9,26 +9,33 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rag_api import payload
 from rag_api.points import generations
-from rag_api.points.repetition import Census
-from rag_api.store import PointData, Record, Selector
-
-if TYPE_CHECKING:
-    from rag_api.points.collection import Collection
+from rag_api.points.locks import ReadWriteLock
+from rag_api.points.repetition import Census, Repetition
+from rag_api.points.sequence import ChunkSequence
+from rag_api.store import PointData, Record, Selector, Store
 
 
 class Batch:
     """Writes to the physical collection the hub name pointed at when the batch began."""
 
-    def __init__(self, collection: Collection, physical: str) -> None:
-        self.store = collection.store
-        self._points_lock = collection._points_lock  # readers see a replacement whole
-        self.sequence = collection.sequence
-        self._repetition = collection.repetition
-        self.language = collection.cfg.language
+    def __init__(
+        self,
+        store: Store,
+        points_lock: ReadWriteLock,
+        sequence: ChunkSequence,
+        repetition: Repetition,
+        language: str,
+        physical: str,
+    ) -> None:
+        self.store = store
+        self._points_lock = points_lock  # the collection's: readers see a replacement whole
+        self.sequence = sequence
+        self._repetition = repetition
+        self.language = language  # the collection's, for labels
         self._physical = physical
 
     def census(self) -> Census:
