@@ -31,7 +31,9 @@ PENALTY = {
 OCR_TRUSTED = 0.8  # below this OCR confidence, quality drops 1.5 per point short of it
 OCR_REASON = "low_ocr_confidence"
 
-_LETTER = re.compile(r"[^\W\d_]")
+_NON_LETTERS = re.compile(r"[\W\d_]+")
+_INVISIBLE = re.compile(r"[\s|\-:#*]+")  # spaces and table or markdown markers
+FURNITURE_LINE = 300  # longer lines are paragraphs: no menu, notice or contents line is this long
 _WORD = re.compile(r"[^\W\d_]+")
 _HEADING = re.compile(r"^#{1,6}\s+\S")
 _ITEM = re.compile(r"^\s*(?:[-*+•·▪●◦]|\d{1,3}[.)]|[a-zA-Z][.)])\s+\S")
@@ -94,7 +96,7 @@ def label(
     """The chunk's type and quality; `repeated`: the share of its letters in blocks repeated
     across the collection (rag_api.points.repetition)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    letters = len(_LETTER.findall(text))
+    letters = len(_NON_LETTERS.sub("", text))
     kind = "boilerplate" if repeated >= BOILERPLATE_SHARE else chunk_type(lines, letters)
     reasons = quality_reasons(text, lines, letters, language, kind)
     score = 1.0 - sum(PENALTY.get(reason, 0.0) for reason in reasons)
@@ -115,7 +117,7 @@ def chunk_type(lines: list[str], letters: int) -> str:
     body = [line for line in lines if not _HEADING.match(line)]
     if sum(len(line) for line in body) < 80 and len(body) < len(lines):
         return "heading"
-    if _share(body, _TABLE_ROW) >= 0.5:
+    if _share(body, _TABLE_ROW, longest=100_000) >= 0.5:
         return "table"
     if "```" in "\n".join(lines) or (len(body) >= 3 and _share(body, _CODE_LINE) >= 0.6):
         return "code"
@@ -136,12 +138,21 @@ def _is_furniture(lines: list[str], letters: int) -> bool:
         return True
     if _share(lines, _PAGE_MARK) >= 0.6:
         return True
-    legal = sum(len(_LETTER.findall(line)) for line in lines if _LEGAL.search(line))
+    legal = sum(len(_NON_LETTERS.sub("", line)) for line in lines if _is_notice(line))
     if legal >= 0.5 * letters:
         return True
     short = [line for line in lines if len(line.split()) <= 4]
     nav = sum(1 for line in lines if _NAV_WORD.match(line))
     return len(lines) >= 3 and nav >= 2 and len(short) >= 0.7 * len(lines)
+
+
+def _is_notice(line: str) -> bool:
+    """A cookie or legal line: a short one naming it (`© 2024 Acme`), or two mentions in one
+    line of a banner's length; one mention inside a paragraph is content."""
+    if len(line) > FURNITURE_LINE:
+        return False
+    mentions = len(_LEGAL.findall(line)) if len(line) > 80 else bool(_LEGAL.search(line))
+    return mentions >= (2 if len(line) > 80 else 1)
 
 
 def _is_qa(lines: list[str]) -> bool:
@@ -158,10 +169,10 @@ def quality_reasons(
 ) -> list[str]:
     """What lowers a chunk's quality, in PENALTY's order (OCR confidence aside)."""
     reasons = []
-    words = _WORD.findall(text)
+    words = _WORD.findall(text.lower())
     if len(words) < 6 or letters < 30:
         reasons.append("too_short")
-    visible = sum(1 for char in text if not char.isspace() and char not in "|-:#*")
+    visible = len(_INVISIBLE.sub("", text))
     if visible and letters / visible < 0.5:
         reasons.append("mostly_symbols")
     if _broken(text, lines, words):
@@ -174,9 +185,10 @@ def quality_reasons(
 
 
 def _broken(text: str, lines: list[str], words: list[str]) -> bool:
-    if len(_MOJIBAKE.findall(text)) >= 2:
+    suspect = "Ã" in text or "â€" in text or "Â" in text or "\ufffd" in text
+    if suspect and len(_MOJIBAKE.findall(text)) >= 2:
         return True
-    if len(_HYPHEN_DEBRIS.findall(text)) >= 3:
+    if "- " in text and len(_HYPHEN_DEBRIS.findall(text)) >= 3:
         return True
     if len(lines) >= 6 and sum(1 for line in lines if len(line) <= 2) >= 0.5 * len(lines):
         return True
@@ -189,11 +201,10 @@ def _other_language(words: list[str], language: str) -> bool:
     three times as many as of the collection's own."""
     if language not in FUNCTION_WORDS or len(words) < 12:
         return False
-    lowered = [word.lower() for word in words]
-    own = sum(word in FUNCTION_WORDS[language] for word in lowered)
+    own = sum(word in FUNCTION_WORDS[language] for word in words)
     for other, vocabulary in FUNCTION_WORDS.items():
         if other != language:
-            theirs = sum(word in vocabulary for word in lowered)
+            theirs = sum(word in vocabulary for word in words)
             if theirs >= 3 and theirs >= 3 * max(own, 1):
                 return True
     return False
@@ -205,5 +216,8 @@ def _truncated(lines: list[str]) -> bool:
     return first[:1].islower() and not _SENTENCE_END.search(last)
 
 
-def _share(lines: list[str], pattern: re.Pattern[str]) -> float:
-    return sum(1 for line in lines if pattern.search(line)) / len(lines) if lines else 0.0
+def _share(lines: list[str], pattern: re.Pattern[str], longest: int = FURNITURE_LINE) -> float:
+    """The share of lines that match (a line longer than `longest` never does)."""
+    if not lines:
+        return 0.0
+    return sum(1 for line in lines if len(line) <= longest and pattern.search(line)) / len(lines)
