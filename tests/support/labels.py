@@ -132,3 +132,15 @@ def labelled_world(root: Path, qdrant_url: str | None) -> Iterator[LabelledWorld
 def found(items: list[dict[str, Any]]) -> set[str]:
     """The sources of a response's sources or results."""
     return {item["source"] for item in items}
+
+
+def label_file(collection: Collection, rel: str, low: int, *reasons: str) -> int:
+    """Label a kb file's chunks: the first `low` prose of quality 0.1 for `reasons`, the others
+    prose of quality 0.9; how many chunks the file has."""
+    records = sorted(
+        collection.scan(Selector(files=(rel,))), key=lambda r: r.payload[payload.CHUNK_INDEX]
+    )
+    for n, record in enumerate(records):
+        fields = labels("prose", 0.1, *reasons) if n < low else labels("prose", 0.9)
+        label(collection, Selector(ids=(record.id,)), fields)
+    return len(records)
