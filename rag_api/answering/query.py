@@ -10,7 +10,7 @@ from pydantic import ConfigDict, Field, field_validator
 
 from rag_api.answering.answer import answer
 from rag_api.bodies import Body
-from rag_api.config import Mode, check_metadata_keys
+from rag_api.config import ChunkType, Mode, check_metadata_keys
 from rag_api.hub import Hub
 from rag_api.metadata import MAX_KEYS, value_problem
 from rag_api.observability.metrics import observe_stages
@@ -29,6 +29,9 @@ class Filters(Body):
     # each key is one more condition on every candidate point: no more than metadata can hold
     metadata: Annotated[dict[str, MetadataValue], Field(max_length=MAX_KEYS)] = {}
     source_prefix: Annotated[str, Field(min_length=1, max_length=512)] | None = None
+    # labels (docs/labels.md); absent: the collection's retrieval.types / retrieval.min_quality
+    types: Annotated[list[ChunkType], Field(min_length=1)] | None = None
+    min_quality: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
 
     _keys = field_validator("metadata")(check_metadata_keys)
 
@@ -39,6 +42,16 @@ class Filters(Body):
         if problem := value_problem(value):
             raise ValueError(problem[1])
         return value
+
+    def applied(self, request: SearchRequest) -> SearchRequest:
+        """`request` with these filters (what they leave out, the collection decides)."""
+        return replace(
+            request,
+            source_prefix=self.source_prefix,
+            metadata=self.metadata,
+            types=tuple(self.types) if self.types is not None else None,
+            min_quality=self.min_quality,
+        )
 
 
 CollectionName = Annotated[str, Field(min_length=1, max_length=63)]
@@ -65,14 +78,8 @@ class SearchFields(Body):
 
     def search_request(self) -> SearchRequest:
         """The retrieval these fields ask for (what they leave out, the collection decides)."""
-        filters = self.filters or Filters()
-        return SearchRequest(
-            query=self.query,
-            top_k=self.top_k,
-            threshold=self.threshold,
-            source_prefix=filters.source_prefix,
-            metadata=filters.metadata,
-        )
+        request = SearchRequest(query=self.query, top_k=self.top_k, threshold=self.threshold)
+        return (self.filters or Filters()).applied(request)
 
 
 class QueryBody(SearchFields):

@@ -29,6 +29,17 @@ from rag_api.settings import Settings
     help="Metadata equality (repeatable).",
 )
 @click.option(
+    "--types",
+    metavar="TYPE[,TYPE...]",
+    help="Only chunks of these types, e.g. prose,table,boilerplate "
+    "(default: the collection's retrieval.types; docs/labels.md).",
+)
+@click.option(
+    "--min-quality",
+    type=click.FloatRange(0, 1),
+    help="Leave out chunks labelled below this quality (default: retrieval.min_quality).",
+)
+@click.option(
     "--rerank/--no-rerank",
     default=None,
     help="Rerank with the collection's cross-encoder (default: its rerank block decides).",
@@ -48,6 +59,8 @@ def query(
     sources: tuple[str, ...],
     source_prefix: str | None,
     filters: tuple[str, ...],
+    types: str | None,
+    min_quality: float | None,
     rerank: bool | None,
     diversity: float | None,
     no_generate: bool,
@@ -71,13 +84,20 @@ def query(
             threshold=threshold,
             mode=mode,
             sources=list(sources) or None,
-            filters={"metadata": metadata, "source_prefix": source_prefix},
+            filters={
+                "metadata": metadata,
+                "source_prefix": source_prefix,
+                "types": None if types is None else [t.strip() for t in types.split(",")],
+                "min_quality": min_quality,
+            },
             rerank=rerank,
             diversity=diversity,
             generate=not no_generate,
         )
     except ValidationError as exc:
-        raise click.BadParameter(exc.errors()[0]["msg"]) from None
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"])
+        raise click.BadParameter(f"{field}: {error['msg']}") from None
     # the response carries the LLM's warning: printed below, not logged as well
     logging.getLogger("rag_api.answering.answer").setLevel(logging.ERROR)
     # through the server when it owns the store, with the reader key
@@ -149,6 +169,9 @@ def _why(source: dict) -> str:
             parts.append(f"{side}={source[f'{side}_score']:.4f} (#{rank or '-'})")
     if source["rerank_score"] is not None:
         parts.append(f"rerank={source['rerank_score']:.4f}")
+    if "type" in source:  # labelled (docs/labels.md)
+        quality = source["quality"]
+        parts.append(source["type"] + ("" if quality is None else f" quality={quality:.2f}"))
     return "  ".join(parts)
 
 

@@ -11,11 +11,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from rag_api.config import Mode
+from rag_api.config import ChunkType, Mode
 
 
 class Answer(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+# a chunk's labels (docs/labels.md), wherever a chunk is shown; absent on a chunk without them
+# (written before labels, or by another tool)
+LabelType = ChunkType | None  # prose, list, table, code, qa, heading or boilerplate
+LabelQuality = float | None  # 0..1
+LabelReasons = list[str] | None  # what lowered the quality: too_short, broken_extraction, ...
 
 
 class Ready(Answer):
@@ -84,6 +91,9 @@ class Source(Answer):
     score: float
     text: str
     metadata: dict[str, Any]
+    type: LabelType = None
+    quality: LabelQuality = None
+    quality_reasons: LabelReasons = None
     dense_score: float | None
     dense_rank: int | None
     sparse_score: float | None
@@ -121,6 +131,9 @@ class Result(Answer):
     score: float
     chunk_index: int
     metadata: dict[str, Any]
+    type: LabelType = None
+    quality: LabelQuality = None
+    quality_reasons: LabelReasons = None
     collection: str | None = None  # the passage's collection, in `auto` answers
 
 
@@ -160,6 +173,9 @@ class ChunkItem(Answer):
     chunk_index: int
     score: float | None
     metadata: dict[str, Any]
+    type: LabelType = None
+    quality: LabelQuality = None
+    quality_reasons: LabelReasons = None
     is_dynamic: bool
     origin: str | None
     persist: bool

@@ -16,7 +16,7 @@ from rag_api.indexing import kb
 from rag_api.kbadmin.bodies import ChunkFilters, Context, Search
 from rag_api.kbadmin.chunks import API_CHUNKS, TEMPORARY, chunk_view, result_view, shown_score
 from rag_api.llm.prompts import pack
-from rag_api.payload import DYNAMIC, SOURCE, StoredChunk
+from rag_api.payload import CHUNK_TYPES, DYNAMIC, SOURCE, StoredChunk
 from rag_api.points.collection import Collection
 from rag_api.search.passage import Passage
 from rag_api.search.rerank import describe_reranker
@@ -177,7 +177,8 @@ def _where(passage: Passage) -> str:
 def _ranked(
     collection: Collection, selector: Selector, query: str, min_score: float | None
 ) -> list[Passage]:
-    """Up to RANKED_MAX chunks by cosine similarity to `query` (at least `min_score`)."""
+    """Up to RANKED_MAX chunks by cosine similarity to `query` (at least `min_score`), whatever
+    their labels."""
     pool = min(collection.count(selector), RANKED_MAX)
     request = SearchRequest(
         query=query,
@@ -190,5 +191,7 @@ def _ranked(
         relative_threshold=0.0,
         rerank=False,
         diversity=0.0,
+        types=CHUNK_TYPES,  # a listing shows every chunk, as in index order
+        min_quality=0.0,
     )
     return search(collection, request).passages

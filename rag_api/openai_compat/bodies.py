@@ -2,7 +2,8 @@
 
 Three kinds of fields (docs/openai.md lists them all):
 - honoured by the hub: model, messages / input / instructions, stream, stream_options, and on
-  Responses store and previous_response_id;
+  Responses store and previous_response_id; and the hub's own `filters` (as /query takes them,
+  sent with the SDKs' `extra_body`);
 - forwarded to the LLM as sent: temperature, top_p, the token limit, stop, seed, the penalties,
   tools / tool_choice / parallel_tool_calls and response_format / text.format (`options()`);
 - refused with a 400 naming the field, because the hub cannot do what they ask and an answer
@@ -18,6 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
+from rag_api.answering.query import Filters
 from rag_api.bodies import Body
 from rag_api.llm.generators import Options
 from rag_api.openai_compat.functions import chat_tool_choice, chat_tools
@@ -91,6 +93,7 @@ class Tooled(Sampled):
 
 class ChatRequest(Tooled):
     model: ModelName
+    filters: Filters | None = None  # the hub's own, as /query takes them (SDKs: extra_body)
     messages: Annotated[list[ChatMessage], Field(min_length=1)]
     max_tokens: TokenLimit | None = None
     max_completion_tokens: TokenLimit | None = None
@@ -182,6 +185,7 @@ class ResponsesRequest(Tooled):
     `previous_response_id` and GET /v1/responses/{id} (rag_api.openai_compat.stored)."""
 
     model: ModelName
+    filters: Filters | None = None  # the hub's own, as /query takes them (SDKs: extra_body)
     input: Any = Field(...)
     instructions: str | None = None
     stream: bool | None = False

@@ -9,6 +9,7 @@ from functools import partial
 from typing import Any
 
 from rag_api.answering.answer import AnswerStream, answer, converse
+from rag_api.answering.query import Filters
 from rag_api.embedding.languages import text_language
 from rag_api.errors import InvalidRequest
 from rag_api.hub import Hub
@@ -131,10 +132,13 @@ def start_reply(
     max_tokens: int | None,
     options: Options | None = None,
     format_param: str = "response_format",
+    filters: Filters | None = None,
 ) -> Reply:
-    """Route `model` to a collection (or let `auto` choose), retrieve for the conversation and
-    start the answer (`options` go to the LLM as sent). A retrieval-free model (`<c>:llm`) or a
-    client's task prompt (rag_api.openai_compat.tasks) is answered without retrieval."""
+    """Route `model` to a collection (or let `auto` choose), retrieve for the conversation with
+    `filters` and start the answer (`options` go to the LLM as sent). A retrieval-free model
+    (`<c>:llm`) or a client's task prompt (rag_api.openai_compat.tasks) is answered without
+    retrieval."""
+    filters = filters or Filters()
     task = task_prompt(conversation.question)
     direct = direct_collection(hub, model)
     if direct is not None or task is not None:
@@ -154,14 +158,14 @@ def start_reply(
     language: str | None = None
     collection = target(hub, model).collection
     if collection is None:  # `auto`: the collection that answers is known once routed
-        routed = _route(hub, conversation)
+        routed = _route(hub, conversation, filters)
         collection, passages, warning = routed.answering, routed.passages, routed.warning
         routing, language = routed.routing.as_dict(), routed.language
         check_support(hub, collection, options or Options(), format_param)
     else:  # refused before the search
         check_support(hub, collection, options or Options(), format_param)
         query = SearchRequest(query=retrieval_query(conversation, collection))
-        outcome = search(collection, query)
+        outcome = search(collection, filters.applied(query))
         passages, warning = outcome.passages, outcome.warning
     start = partial(
         answer,
@@ -243,14 +247,14 @@ def check_support(
         )
 
 
-def _route(hub: Hub, conversation: Conversation) -> RoutedOutcome:
+def _route(hub: Hub, conversation: Conversation, filters: Filters) -> RoutedOutcome:
     """`auto`: a follow-up is recognised with the analyser of a collection in the question's
     language (else the default collection's), then routed like any question."""
     routable = candidates(hub, None)
     language = text_language(conversation.question, [c.cfg.language for c in routable])
     reader = next((c for c in routable if c.cfg.language == language), _reader(hub))
     query = SearchRequest(query=retrieval_query(conversation, reader))
-    return route_search(hub, RouteRequest(query))
+    return route_search(hub, RouteRequest(filters.applied(query)))
 
 
 def _reader(hub: Hub) -> Collection:

@@ -4,7 +4,8 @@
 safely (see rag_api.ops.repair). Checks: store (every point can be read back), alias, dimension,
 embedder, files (every kb file indexed with its current hash and all its chunks), orphans,
 payload, duplicates, versions (a document replacement cut short: two generations of one
-document), vectors (a sample re-embedded now), sparse (BM25 vectors where the mode uses them).
+document), vectors (a sample re-embedded now), sparse (BM25 vectors where the mode uses them),
+quality (kb files whose labelled chunks are mostly below min_quality: a warning).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from rag_api.embedding.onnx_model import OnnxEmbedder
 from rag_api.errors import KbFolderMissing, RagError, StoreCorrupted
 from rag_api.indexing import kb
 from rag_api.indexing.chunking import UnreadableFile, read_chunks, reading_identity
+from rag_api.indexing.file_quality import FileQuality
 from rag_api.indexing.ingest import content_hash, embed_texts
 from rag_api.indexing.ocr import OCR_RUNS
 from rag_api.indexing.sync import file_hash, mass_removal, ocr_options
@@ -79,6 +81,7 @@ class _Scan:
     bad: list[tuple[str, str, str | None]] = field(default_factory=list)  # id, why, file
     sampleable: list[str] = field(default_factory=list)  # ids of healthy points of our model
     versions: VersionIndex = field(default_factory=VersionIndex)
+    quality: dict[str, FileQuality] = field(default_factory=dict)  # kb files, by their labels
 
 
 def inspect_collection(
@@ -129,6 +132,7 @@ def _inspect(collection: Collection, sample: int, max_bytes: int) -> Inspection:
     _check_payloads(scan, {item.rel for item in files}, result)
     _check_duplicates(collection, scan, result)
     _check_versions(scan, result)
+    _check_quality(scan, result)
     if listed:
         _check_files(collection, files, skipped, scan, result)
     if result.writable and sample:
@@ -143,11 +147,14 @@ def _scan(collection: Collection) -> _Scan:
     scan = _Scan()
     ours = collection.embedder_id
     prefix = collection.cfg.embedder.document_prefix
+    floor = collection.cfg.retrieval.min_quality
     for record in collection.scan():
         stored = StoredChunk(record.payload)
         text, source, origin_file = stored.text, stored.source, stored.file
         scan.embedders[stored.embedder] += 1
         scan.versions.add(record.id, record.payload)
+        if origin_file and stored.quality is not None:
+            scan.quality.setdefault(origin_file, FileQuality(floor)).add(stored)
         if not source:
             scan.bad.append((record.id, "no source", origin_file))
             continue
@@ -235,6 +242,13 @@ def _check_versions(scan: _Scan, result: Inspection) -> None:
             repairable=True,
         )
         result.plan.torn = True
+
+
+def _check_quality(scan: _Scan, result: Inspection) -> None:
+    """Files that extracted as garbage: re-indexing them would change nothing, so not repairable."""
+    for rel, quality in sorted(scan.quality.items()):
+        if quality.mostly_low:
+            result.add("quality", quality.describe(rel), subject=rel, severity=WARNING)
 
 
 def _check_files(

@@ -32,14 +32,23 @@ class SearchRequest:
     relative_threshold: float | None = None
     rerank: bool | None = None
     diversity: float | None = None
+    # labels (docs/labels.md): the chunk types allowed and the minimum quality; None: the
+    # collection's retrieval.types and retrieval.min_quality
+    types: tuple[str, ...] | None = None
+    min_quality: float | None = None
     # what `rag-hub eval` varies: settings tried instead of the collection's before they are
     # written, and the query's vector embedded once for many tries (by the collection's model)
     settings: RetrievalConfig | None = None
     vector: tuple[float, ...] | None = None
 
-    def selector(self) -> Selector:
+    def selector(self, cfg: RetrievalConfig) -> Selector:
+        """The points this request may return; the labels' defaults come from `cfg`."""
         return Selector(
-            sources=self.sources, source_prefix=self.source_prefix, metadata=dict(self.metadata)
+            sources=self.sources,
+            source_prefix=self.source_prefix,
+            metadata=dict(self.metadata),
+            types=tuple(cfg.types) if self.types is None else self.types,
+            min_quality=cfg.min_quality if self.min_quality is None else self.min_quality,
         )
 
 
@@ -64,7 +73,7 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
     reranker = active_reranker(collection.name, collection.cfg.rerank, request.rerank)
     mode: Mode = request.mode or cfg.mode
     timings: dict[str, float] = {}
-    selector = request.selector()
+    selector = request.selector(cfg)
     target = collection.searchable()
     if target is None or selector.selects_nothing:
         return SearchOutcome([], mode, timings)

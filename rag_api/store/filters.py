@@ -21,7 +21,7 @@ class FilterTypes:
     prefix: Callable[[str], Any]
     ids: Callable[[Any], Any]
     equals: Callable[[Any], Any]
-    range: Callable[..., Any]  # (gte=..., lte=...)
+    range: Callable[..., Any]  # (gte=..., lte=..., lt=...)
     has_vector: Callable[[str], Any]
 
 
@@ -45,7 +45,9 @@ def _condition(clause: Condition, types: FilterTypes) -> Any:
     if clause.kind == "equals":
         return types.field(key=key, match=types.equals(value))
     if clause.kind == "range":
-        return types.field(key=key, range=types.range(gte=clause.gte, lte=clause.lte))
+        bounds = {"gte": clause.gte, "lte": clause.lte, "lt": clause.lt}
+        given = {name: bound for name, bound in bounds.items() if bound is not None}
+        return types.field(key=key, range=types.range(**given))
     if clause.kind == "ids":
         return types.ids(value)
     return types.has_vector(key)

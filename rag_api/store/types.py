@@ -65,6 +65,7 @@ class Condition:
     value: Any = None
     gte: float | None = None
     lte: float | None = None
+    lt: float | None = None
     negated: bool = False  # goes under must_not
 
 
@@ -85,6 +86,10 @@ class Selector:
     ids: tuple[str, ...] | None = None
     has_sparse: bool | None = None  # points with (True) or without (False) a BM25 vector
     seq: int | None = None  # the collection-wide chunk number (the admin API's `index`)
+    # labels (payload.TYPE, payload.QUALITY): a chunk without them (written before labels, or by
+    # another tool) is never left out by these two
+    types: tuple[str, ...] | None = None  # the chunk types allowed (None: every type)
+    min_quality: float | None = None  # labelled chunks below it are left out (None or 0: none)
 
     @property
     def selects_nothing(self) -> bool:
@@ -92,7 +97,7 @@ class Selector:
 
     @property
     def is_everything(self) -> bool:
-        return self == Selector()
+        return not self.conditions()
 
     def conditions(self) -> list[Condition]:
         """The clauses both engines build their filter from (all must hold)."""
@@ -116,6 +121,18 @@ class Selector:
             clauses.append(Condition("ids", value=list(self.ids)))
         if self.has_sparse is not None:
             clauses.append(Condition("has_vector", SPARSE, negated=not self.has_sparse))
+        return clauses + self._label_conditions()
+
+    def _label_conditions(self) -> list[Condition]:
+        """An allowlist of types as "no other known type", a minimum as "not below it": both are
+        negated, so a point without labels passes them."""
+        clauses = []
+        if self.types is not None:
+            others = [t for t in payload.CHUNK_TYPES if t not in self.types]
+            if others:
+                clauses.append(Condition("any", payload.TYPE, others, negated=True))
+        if self.min_quality:
+            clauses.append(Condition("range", payload.QUALITY, lt=self.min_quality, negated=True))
         return clauses
 
 

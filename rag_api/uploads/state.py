@@ -6,7 +6,8 @@ them are there, `stale` when the store holds another version (edited since, or c
 `pending` when the store holds none of it yet, and `failed` when the indexer could not read the
 file as it is now (the reason: from the upload worker, the watcher in this process, or the
 folder scan — too large, not a regular file). Content hashes are cached by (size, mtime, ctime):
-a listing reads only the files that changed since the last one.
+a listing reads only the files that changed since the last one. Each file with labelled chunks
+carries its quality summary (rag_api.indexing.file_quality).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 
 from rag_api.indexing import kb
 from rag_api.indexing.chunking import reading_identity
+from rag_api.indexing.file_quality import file_quality
 from rag_api.indexing.sync import INCOMPLETE, file_inventory, ocr_options
 from rag_api.points.collection import Collection
 
@@ -83,6 +85,7 @@ def list_files(
     assert collection.kb_path is not None
     files, skipped = kb.scan(collection.kb_path, max_bytes)
     stored = file_inventory(collection)
+    quality = {rel: summary.view() for rel, summary in file_quality(collection).items()}
     rows = []
     for item in files:
         held = stored.get(item.rel)
@@ -96,10 +99,12 @@ def list_files(
             state = "indexed"
         else:
             state, reason = "stale", _stale_reason(held.hashes)
-        rows.append(_row(item.rel, item.path, state, held.chunks if held else 0, reason))
+        row = _row(item.rel, item.path, state, held.chunks if held else 0, reason)
+        rows.append(row | {"quality": quality.get(item.rel)})
     for rel, why in skipped.items():
         if why not in kb.QUIET_SKIPS:  # too large, not a regular file: a file the owner meant
-            rows.append(_row(rel, collection.kb_path / rel, "failed", 0, f"skipped: {why}"))
+            row = _row(rel, collection.kb_path / rel, "failed", 0, f"skipped: {why}")
+            rows.append(row | {"quality": None})
     return sorted(rows, key=lambda row: row["path"])
 
 

@@ -94,3 +94,33 @@ def test_version_is_the_installed_package_s(flag: str) -> None:
     result = run_cli(flag)
     assert result.returncode == 0, result.stderr
     assert result.stdout == f"rag-hub {metadata.version('rag-hub')}\n"
+
+
+def test_query_takes_the_label_filters(workspace: dict[str, str], tmp_path: Path) -> None:
+    from rag_api.hub import Hub
+    from rag_api.settings import Settings
+    from rag_api.store import Selector
+    from tests.support.labels import label, labels
+
+    run_cli("index", env=workspace)
+    settings = Settings(config=workspace["RAG_CONFIG"], data_dir=workspace["RAG_DATA_DIR"])
+    hub = Hub.open(settings)
+    try:
+        label(hub.collection("docs"), Selector(sources=("faq.md",)), labels("boilerplate", 0.9))
+        label(hub.collection("docs"), Selector(sources=("policy.md",)), labels("prose", 0.2))
+    finally:
+        hub.close()
+
+    def found(*options: str) -> set[str]:
+        ran = run_cli("query", "docs", "days", "--no-generate", "--json", *options, env=workspace)
+        assert ran.returncode == 0, ran.stderr
+        return {s["source"] for s in json.loads(ran.stdout)["sources"]}
+
+    assert "faq.md" not in found() and "policy.md" not in found()
+    assert "faq.md" in found("--types", "boilerplate,prose", "--min-quality", "0")
+    assert "policy.md" in found("--min-quality", "0.1")
+    human = run_cli("query", "docs", "days", "--types", "boilerplate", env=workspace)
+    assert "boilerplate quality=0.90" in human.stdout
+    bad = run_cli("query", "docs", "x", "--types", "prose,footer", env=workspace)
+    assert bad.returncode == 2 and "filters.types.1" in bad.stderr
+    assert run_cli("query", "docs", "x", "--min-quality", "2", env=workspace).returncode == 2

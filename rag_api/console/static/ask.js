@@ -2,6 +2,8 @@
    then the answer as it is generated. */
 "use strict";
 
+const ALL_TYPES = ["prose", "list", "table", "code", "qa", "heading", "boilerplate"]; // docs/labels.md
+
 function metadataFilter(text) {
   const metadata = {};
   for (const line of text.split("\n")) {
@@ -24,9 +26,11 @@ function requestBody() {
   if (topK) body.top_k = Number(topK);
   const prefix = document.getElementById("ask-source-prefix").value.trim();
   const metadata = metadataFilter(document.getElementById("ask-metadata").value);
-  if (prefix || Object.keys(metadata).length) {
+  const everything = document.getElementById("ask-all-labels").checked;
+  if (prefix || Object.keys(metadata).length || everything) {
     body.filters = { metadata };
     if (prefix) body.filters.source_prefix = prefix;
+    if (everything) Object.assign(body.filters, { types: ALL_TYPES, min_quality: 0 });
   }
   return body;
 }
@@ -36,7 +40,7 @@ function side(label, value, rank) {
 }
 
 function sourceItem(source, position) {
-  const meta = Object.entries(source.metadata || {}).map(([k, v]) => el("span", { class: "badge" }, `${k}: ${v}`));
+  const meta = Object.entries(source.metadata || {}).filter(([k]) => !["ocr", "ocr_confidence"].includes(k)).map(([k, v]) => el("span", { class: "badge" }, `${k}: ${v}`));
   return el("li", { class: "source", dataset: { source: source.source } },
     el("div", { class: "source-head" },
       el("strong", {}, `[${position}] ${source.source}`), ` · chunk ${source.chunk_index}`),
@@ -45,7 +49,7 @@ function sourceItem(source, position) {
       side("dense", source.dense_score, source.dense_rank),
       side("sparse", source.sparse_score, source.sparse_rank),
       source.rerank_score === null || source.rerank_score === undefined ? null : side("rerank", source.rerank_score)),
-    meta.length ? el("div", { class: "meta" }, meta) : null,
+    el("div", { class: "meta" }, labelBadges(source), meta),
     el("pre", { class: "text" }, source.text));
 }
 

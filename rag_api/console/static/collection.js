@@ -5,6 +5,7 @@
 const COLLECTION = JSON.parse(document.getElementById("page-data").textContent).collection;
 const FILES = "/v1/collections/" + encodeURIComponent(COLLECTION) + "/files";
 const POSITION_KEYS = ["page", "sheet", "rows", "slide"]; // where in the document a chunk is
+const LABEL_KEYS = ["ocr", "ocr_confidence"]; // metadata shown among the labels (labelBadges)
 const queue = [];
 let uploading = false;
 
@@ -32,12 +33,22 @@ function fileRow(file) {
   remove.addEventListener("click", () => deleteFile(file.path, remove));
   return el("tr", { dataset: { path: file.path, state: file.state } },
     el("td", {}, el("button", { type: "button", class: "link", onclick: () => showChunks(file.path) }, file.path)),
-    el("td", {}, state, file.reason ? el("div", { class: "reason" }, file.reason) : null),
+    el("td", {}, state, file.reason ? el("div", { class: "reason" }, file.reason) : null, qualitySummary(file.quality)),
     el("td", { class: "num", dataset: { field: "chunks" } }, file.chunks ?? "—"),
     el("td", { class: "num" }, bytes(file.size)),
     el("td", {}, when(file.modified)),
     el("td", { class: "actions" },
       el("button", { type: "button", class: "small secondary", onclick: () => download(file.path) }, "Download"), " ", remove));
+}
+
+/* A file's chunks by quality label: "3 of 12 chunks low quality (too_short)"; nothing unlabelled. */
+function qualitySummary(quality) {
+  if (!quality || !quality.labelled_chunks) return null;
+  const reasons = quality.quality_reasons.length ? ` (${quality.quality_reasons.join(", ")})` : "";
+  const text = quality.mostly_low_quality
+    ? `${quality.low_quality_chunks} of ${quality.labelled_chunks} chunks below quality ${quality.min_quality}${reasons}: extracted as garbage?`
+    : `${quality.low_quality_chunks} of ${quality.labelled_chunks} chunks low quality${reasons}`;
+  return el("div", { class: "quality-summary" + (quality.mostly_low_quality ? " low" : ""), dataset: { field: "quality" } }, text);
 }
 
 async function loadFiles() {
@@ -127,12 +138,12 @@ async function download(path) {
 function chunkItem(chunk, rank, total) {
   const label = `Chunk ${rank + 1} of ${total}`;
   const position = POSITION_KEYS.filter((k) => k in chunk.metadata).map((k) => el("span", { class: "badge where" }, `${k} ${chunk.metadata[k]}`));
-  const other = Object.entries(chunk.metadata).filter(([k]) => !POSITION_KEYS.includes(k)).map(([k, v]) => el("span", { class: "badge" }, `${k}: ${v}`));
+  const other = Object.entries(chunk.metadata).filter(([k]) => !POSITION_KEYS.includes(k) && !LABEL_KEYS.includes(k)).map(([k, v]) => el("span", { class: "badge" }, `${k}: ${v}`));
   const item = el("li", { class: "chunk", dataset: { index: chunk.index ?? "" } },
     el("div", { class: "chunk-head" },
       el("strong", { title: chunk.index === null ? null : `index ${chunk.index} in the collection` }, label), " · ",
       chunk.is_dynamic ? el("span", { class: "badge api" }, "fed through the API") : el("span", { class: "badge" }, "from the kb file"),
-      position, other),
+      labelBadges(chunk), position, other),
     el("pre", { class: "text" }, chunk.text || ""));
   if (chunk.is_dynamic && chunk.index !== null) item.append(editor(chunk, label));
   return item;

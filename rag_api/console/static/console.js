@@ -140,6 +140,27 @@ function when(iso) {
   return isNaN(date) ? String(iso) : date.toLocaleString();
 }
 
+/* A chunk's labels as badges (type, quality and what lowered it, OCR and its confidence), the
+   same for a chunk listing item and an answer's source; nothing for an unlabelled chunk. A
+   quality with reasons is marked low: the collection's min_quality decides what searches skip. */
+function labelBadges(chunk) {
+  const badges = [];
+  if (chunk.type) badges.push(el("span", { class: "badge label type-" + chunk.type, dataset: { label: "type" } }, chunk.type));
+  if (chunk.quality !== null && chunk.quality !== undefined) {
+    const reasons = chunk.quality_reasons || [];
+    const low = reasons.length ? " low" : "";
+    badges.push(el("span", { class: "badge quality" + low, dataset: { label: "quality" }, title: reasons.join(", ") || null },
+      `quality ${Number(chunk.quality).toFixed(2)}`, reasons.length ? ` (${reasons.join(", ")})` : ""));
+  }
+  const metadata = chunk.metadata || {};
+  if (metadata.ocr) {
+    const confidence = metadata.ocr_confidence;
+    badges.push(el("span", { class: "badge ocr", dataset: { label: "ocr" } },
+      "OCR", confidence === undefined || confidence === null ? "" : ` ${Number(confidence).toFixed(2)}`));
+  }
+  return badges;
+}
+
 function score(value) {
   return value === null || value === undefined ? "—" : Number(value).toFixed(3);
 }

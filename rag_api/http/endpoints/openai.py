@@ -59,6 +59,8 @@ async def chat_completions(
         body.temperature,
         body.token_limit,
         body.options(),
+        "response_format",
+        body.filters,
     )
     if body.stream:
         events = chat.completion_chunks(reply, body.include_usage)
@@ -91,6 +93,7 @@ async def create_response(
         body.max_output_tokens,
         body.options(),
         "text.format",
+        body.filters,
     )
     keep = None
     if body.store is not False and stored.enabled:
