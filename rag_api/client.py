@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
@@ -73,9 +73,17 @@ class _Api(ABC, Generic[R, M]):
     def status(self) -> R:
         return self.request(_Call("GET", "/v1/rag/status", params=self._body()))
 
-    def search(self, query: str, top_k: int | None = None, threshold: float | None = None) -> R:
-        """POST /v1/rag/search: the chunks the injection would use, with cosine scores."""
-        return self.request(self._post("search", query=query, top_k=top_k, threshold=threshold))
+    def search(
+        self,
+        query: str,
+        top_k: int | None = None,
+        threshold: float | None = None,
+        filters: Mapping[str, Any] | None = None,
+    ) -> R:
+        """POST /v1/rag/search: the chunks the injection would use, with cosine scores;
+        `filters`: source_prefix, metadata, types, min_quality (docs/labels.md)."""
+        body = {"query": query, "top_k": top_k, "threshold": threshold, "filters": filters}
+        return self.request(self._post("search", **body))
 
     def context(
         self,
@@ -84,9 +92,10 @@ class _Api(ABC, Generic[R, M]):
         threshold: float | None = None,
         language: str | None = None,
         timeout: float | None = None,
+        filters: Mapping[str, Any] | None = None,
     ) -> R:
         """POST /v1/rag/context: {"block", "results", "injected"}."""
-        return self.request(self._context(query, top_k, threshold, language), timeout)
+        return self.request(self._context(query, top_k, threshold, language, filters), timeout)
 
     def add_document(self, text: str, source: str | None = None, **fields: Any) -> R:
         """POST /v1/rag/add/document (metadata, persist, dynamic as keywords)."""
@@ -111,10 +120,11 @@ class _Api(ABC, Generic[R, M]):
         threshold: float | None = None,
         language: str | None = None,
         turn_id: str | None = None,
+        filters: Mapping[str, Any] | None = None,
     ) -> M:
         """The messages with the retrieved context added; unchanged on any failure (logged)."""
         context = functools.partial(
-            self._context, top_k=top_k, threshold=threshold, language=language
+            self._context, top_k=top_k, threshold=threshold, language=language, filters=filters
         )
         return self._inject(_Turn(messages, query, inject_as, turn_id, context))
 
@@ -132,10 +142,20 @@ class _Api(ABC, Generic[R, M]):
         return _Call("POST", f"/v1/rag/{path}", self._body(**fields))
 
     def _context(
-        self, query: str, top_k: int | None, threshold: float | None, language: str | None
+        self,
+        query: str,
+        top_k: int | None,
+        threshold: float | None,
+        language: str | None,
+        filters: Mapping[str, Any] | None = None,
     ) -> _Call:
         return self._post(
-            "context", query=query, top_k=top_k, threshold=threshold, language=language
+            "context",
+            query=query,
+            top_k=top_k,
+            threshold=threshold,
+            language=language,
+            filters=filters,
         )
 
     @staticmethod

@@ -47,6 +47,12 @@ def test_calls_round_trip(hub: LiveServer) -> None:
         assert client.add_document("Nota de prueba", source="crm/1", persist=False)["added"] == 1
         found = client.search("pedido 8942 enviado", top_k=1)
         assert found["results"][0]["source"] == "pedidos/8942"
+        faq = client.search("reembolso", filters={"source_prefix": "faq/"})
+        assert {r["source"] for r in faq["results"]} == {"faq/reembolsos"}
+        only_boilerplate = {"types": ["boilerplate"]}  # every chunk here is prose
+        assert client.search("pedido 8942", filters=only_boilerplate)["results"] == []
+        hidden = client.context("¿días para el reembolso?", filters=only_boilerplate)
+        assert hidden["results"] == [] and not hidden["injected"]
         context = client.context("¿días para el reembolso?", language="es")
         assert context["block"].startswith(HEADER + "\n[1] (source=faq/reembolsos, score=")
         assert client.remove("crm/", exact=False)["removed"] == 1
