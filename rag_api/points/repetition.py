@@ -1,7 +1,7 @@
 """Blocks repeated across a collection's documents (a footer on every page, the menu of every web
 page, a running header): the strongest boilerplate signal (rag_api.points.labels).
 
-One census per physical collection: each point's lines (normalised: case, digits and markdown
+One census per physical collection: each point's lines (normalised: case, spacing and markdown
 markers aside) and, per line, how many units hold it, a unit being a document or a page of one.
 It is primed by one scan at the collection's first write in this process and kept current by
 every write and delete after it, under the points lock; a change that carries a line across
@@ -37,7 +37,6 @@ SCAN_FIELDS = [
 ]
 
 _MARKERS = re.compile(r"^[\s#>*+\-|•·]+|[\s|]+$")
-_DIGITS = re.compile(r"\d+")
 _SPACES = re.compile(r"\s+")
 _LETTER = re.compile(r"[^\W\d_]")
 
@@ -50,7 +49,9 @@ def line_key(line: str) -> tuple[int, int] | None:
     letters = len(_LETTER.findall(text))
     if letters < 3:
         return None
-    return hash(_SPACES.sub(" ", _DIGITS.sub("0", text.lower()))), letters
+    # digits count: "Order 8942 shipped" in three notes is three orders, not furniture (a page
+    # number is furniture by itself, rag_api.points.labels)
+    return hash(_SPACES.sub(" ", text.lower())), letters
 
 
 def unit_of(source: str, metadata: Mapping[str, Any]) -> str:

@@ -10,7 +10,7 @@ from rag_api.indexing.sync import sync_collection
 from rag_api.store import Selector
 from tests.conftest import hash_collection, write_config
 from tests.console.conftest import expect, kb_folder
-from tests.support.labels import label, label_file, labels
+from tests.support.labels import label, label_file, labels, unlabel
 
 SCAN = "# Scan\n\n" + " ".join(f"Parking page {i}, scanned and read badly." for i in range(30))
 
@@ -30,6 +30,7 @@ def test_files_chunks_and_sources_show_their_labels(
     ocr = {"metadata": {"ocr": True, "page": 2, "ocr_confidence": 0.42}}
     label(docs, Selector(files=("scan.md",)), ocr)
     label(docs, Selector(files=("handbook.md",)), labels("prose", 0.95))
+    unlabel(docs, Selector(files=("faq.md",)))  # as if written before labels: no summary
 
     page.goto(server.url + "/console/collections/docs")
     summary = page.locator("#files tr[data-path='scan.md'] [data-field=quality]")

@@ -239,6 +239,10 @@ def test_the_guides_curl_examples_in_order(pipeline: Pipeline) -> None:
         "score": None,
         "origin": "api",
         "persist": True,
+        # labelled anew from the new text
+        "type": "prose",
+        "quality": 1.0,
+        "quality_reasons": [],
     }
     assert updated["chunk"]["text"] == new_text
     pipeline.restart()

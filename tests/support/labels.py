@@ -1,5 +1,5 @@
-"""Labels written onto stored points as the classifier (rag_api.indexing.labels) writes them, for
-tests of what uses them: the point keeps its vectors, its payload gains the label fields."""
+"""Labels written onto stored points (over the classifier's, rag_api.points.labels), for tests of
+what uses them: the point keeps its vectors, its payload gains (or loses) the label fields."""
 
 from __future__ import annotations
 
@@ -34,6 +34,25 @@ def label(collection: Collection, selector: Selector, fields: dict[str, Any]) ->
     records = list(collection.scan(selector, with_dense=True))
     points = [
         PointData(r.id, r.dense or [], {**r.payload, **fields}, collection.sparse_of(r.payload))
+        for r in records
+    ]
+    collection.store.upsert(info.physical, points)
+    return len(points)
+
+
+def unlabel(collection: Collection, selector: Selector) -> int:
+    """Take the label fields off the selected points, as a chunk written before labels (or by
+    another tool) has none; how many were changed."""
+    info = collection.info(refresh=True)
+    assert info is not None, f"{collection.name} holds nothing yet"
+    records = list(collection.scan(selector, with_dense=True))
+    points = [
+        PointData(
+            r.id,
+            r.dense or [],
+            {k: v for k, v in r.payload.items() if k not in payload.LABEL_FIELDS},
+            collection.sparse_of(r.payload),
+        )
         for r in records
     ]
     collection.store.upsert(info.physical, points)
@@ -120,6 +139,7 @@ def labelled_world(root: Path, qdrant_url: str | None) -> Iterator[LabelledWorld
             for name in collections:
                 for source, fields in LABELS.items():
                     assert label(hub.collection(name), Selector(sources=(source,)), fields) == 1
+                assert unlabel(hub.collection(name), Selector(sources=("legacy.md",))) == 1
             live = LiveServer(settings, hub).start()
             try:
                 yield LabelledWorld(live, ollama)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from rag_api.indexing.sync import sync_collection
-from tests.support.labels import label_file
+from rag_api.store import Selector
+from tests.support.labels import label_file, unlabel
 from tests.uploads.conftest import file_states
 
 
@@ -22,6 +23,7 @@ def test_each_file_shows_its_low_quality_chunks_and_reasons(start, kb: Path, eng
     assert scan >= 3
     label_file(docs, "scan.md", scan - 1, "broken_extraction", "low_ocr_confidence")
     label_file(docs, "faq.md", 0)
+    assert unlabel(docs, Selector(files=("legacy.md",))) == 1
     with server.client() as http:
         states = file_states(http)
     assert states["scan.md"]["quality"] == {
