@@ -5,6 +5,9 @@ migration's swap takes, `Collection.writes_held`): a write in progress finishes 
 waits, so the copy is a state the collection really had, each document in one version. Reads go
 on meanwhile. The engine's records are read into memory under the hold; their points are built
 and written to disk after it, so writes wait for the engine's scan only, never for the disk.
+Inside the server the embedded shard is not read but flushed and copied under the hold (by the
+kernel, holes kept), and a child process reads the copy and writes the file
+(rag_api.ops.backup_writer): the server's requests never wait for its interpreter meanwhile.
 
 Qdrant's own snapshots are not used: qdrant-edge can load a snapshot but not take one, and a
 server's snapshot restores only into a server; this format restores on both engines.
@@ -28,26 +31,27 @@ from rag_api.atomic import write_atomically
 from rag_api.errors import InsufficientStorage, RagError
 from rag_api.hub import Hub
 from rag_api.ops import backup_format as fmt
+from rag_api.ops.backup_writer import write_aside
 from rag_api.points.collection import Collection
 from rag_api.store import PointData
 
 log = logging.getLogger("rag_api.ops.backup")
 PAGE = 512  # points read per engine call under the hold
-# a backup inside the server rests this many times as long as it took to encode each page, so
-# the requests it shares the interpreter with wait less often for it (writes stay held only for
-# the read), and reads smaller pages: an engine call holds the interpreter throughout
-SERVER_PACE = 2.0
+# inside the server: smaller pages, as an engine call holds the interpreter throughout
 SERVER_PAGE = 128
+SCRATCH = ".backup-scratch"  # under RAG_DATA_DIR: shard copies a backup is reading
 STAMP = "%Y%m%dT%H%M%SZ"
 PARTIAL = ".partial-"
 
 
 @dataclass
 class CollectionCopy:
-    """One collection as read under the hold."""
+    """One collection as read under the hold: its points' pages (made into points when written,
+    after the hold), or a copy of its embedded shard that the writer process reads."""
 
     header: fmt.Header
-    pages: list[Sequence[PointData]]  # made into points when written, after the hold
+    pages: list[Sequence[PointData]]
+    shard: Path | None = None
 
 
 @dataclass
@@ -65,18 +69,25 @@ class BackupResult:
 
 
 def read_collection(
-    collection: Collection, taken_at: str, page_size: int = PAGE
+    collection: Collection, taken_at: str, page_size: int = PAGE, scratch: Path | None = None
 ) -> tuple[CollectionCopy, float]:
-    """Every point of the collection in one state (its writes held meanwhile); how long they were."""
+    """Every point of the collection in one state (its writes held meanwhile); how long they were.
+    `scratch` (embedded store): copy the shard's folder there instead, for a writer process to
+    read: the kernel copies it while this process's interpreter stays free for requests."""
     store = collection.store
     with collection.writes_held():
         held = time.monotonic()
         info = collection.info(refresh=True)
         pages: list[Sequence[PointData]] = []
         indexes: dict[str, str] = {}
+        shard = None
         if info is not None:
-            pages = list(store.export(info.physical, page_size))
             indexes = store.payload_indexes(info.physical)
+            if scratch is not None:
+                shard = scratch / info.physical
+                store.copy_physical(info.physical, shard)
+            else:
+                pages = list(store.export(info.physical, page_size))
         cfg = collection.cfg
         held = time.monotonic() - held
     stored = collection.stored_embedder(info) if info is not None else None
@@ -84,21 +95,22 @@ def read_collection(
         collection=collection.name,
         physical=info.physical if info else None,
         dim=info.dim if info else cfg.embedder.dim,
-        points=sum(map(len, pages)),
+        points=info.points if shard is not None else sum(map(len, pages)),  # the writer counts
         embedder=stored or cfg.embedder.id,
         config=cfg.model_dump(mode="json", exclude_defaults=True),
         payload_indexes=indexes,
         taken_at=taken_at,
     )
-    return CollectionCopy(header, pages), held
+    return CollectionCopy(header, pages, shard), held
 
 
 def take_backup(
-    hub: Hub, names: list[str] | None = None, to: Path | None = None, pace: float = 0.0
+    hub: Hub, names: list[str] | None = None, to: Path | None = None, in_server: bool = False
 ) -> BackupResult:
     """Back up these collections (default: every configured one) into a new folder under `to`
     (default RAG_BACKUP_DIR); retention prunes that folder's older backups when `to` is unset.
-    `pace`: rest after encoding each page, so the requests of a server beside it wait less."""
+    `in_server`: an embedded shard is copied under the hold rather than read, and each file is
+    written by a child process at the indexing priority (RAG_BATCH_NICE)."""
     started = time.monotonic()
     chosen = (
         [hub.collection(n, enabled_only=False).name for n in names]
@@ -111,6 +123,9 @@ def take_backup(
     root.mkdir(parents=True, exist_ok=True)
     final = _free_name(root, now.strftime(STAMP))
     work = root / f"{PARTIAL}{final.name}"
+    scratch = hub.settings.data_dir / SCRATCH
+    shutil.rmtree(scratch, ignore_errors=True)  # what a killed backup left
+    copies = scratch / final.name if in_server and hub.store.embedded else None
     result = BackupResult(str(final), taken_at)
     manifest: dict[str, Any] = {
         "kind": fmt.KIND, "format": fmt.FORMAT, "hub_version": version(),
@@ -121,20 +136,27 @@ def take_backup(
     try:
         work.mkdir()
         for name in chosen:
-            page_size = SERVER_PAGE if pace > 0 else PAGE
-            copy, held = read_collection(hub.collections[name], taken_at, page_size)
+            page_size = SERVER_PAGE if in_server else PAGE
+            copy, held = read_collection(hub.collections[name], taken_at, page_size, copies)
             result.held_s[name] = round(held, 4)
-            entry = _write_collection(work, copy, pace)
+            nice = hub.settings.batch_nice if in_server else None
+            try:
+                entry = _write_collection(work, copy, nice)
+            finally:
+                if copy.shard is not None:
+                    shutil.rmtree(copy.shard, ignore_errors=True)
             manifest["collections"][name] = entry
             result.collections[name] = entry
             log.info("%s: %d points backed up (writes held %.3f s)", name, entry["points"], held)
         manifest["extra"] = _copy_extra(hub.settings.data_dir, hub.settings.keys_path, work)
+        shutil.rmtree(scratch, ignore_errors=True)
         write_atomically(work / fmt.MANIFEST, _json(fmt.seal(manifest)))
         _fsync_dir(work)
         os.rename(work, final)
         _fsync_dir(root)
     except BaseException as exc:
         shutil.rmtree(work, ignore_errors=True)  # never a partial backup left to be trusted
+        shutil.rmtree(scratch, ignore_errors=True)
         if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
             raise InsufficientStorage(
                 f"backup to {root} failed: the disk is full ({exc.strerror}); the partial backup "
@@ -155,26 +177,23 @@ def take_backup(
     return result
 
 
-def _write_collection(folder: Path, copy: CollectionCopy, pace: float) -> dict[str, Any]:
+def _write_collection(folder: Path, copy: CollectionCopy, nice: int | None) -> dict[str, Any]:
+    """The collection's file, written here or (`nice` set) by a child process at that priority."""
     rel = fmt.collection_file(copy.header.collection)
-    writer = fmt.CollectionWriter(folder / rel, copy.header)
-    try:
-        for page in copy.pages:
-            started = time.monotonic()
-            writer.write(page)
-            _rest(pace, started)
-        entry = writer.close()
-    except BaseException:
-        writer.abort()
-        raise
     header = copy.header
-    return {"file": rel, **entry, "points": header.points, "physical": header.physical,
-            "embedder": header.embedder, "dim": header.dim}  # fmt: skip
-
-
-def _rest(pace: float, started: float) -> None:
-    if pace > 0:
-        time.sleep(pace * (time.monotonic() - started))
+    if nice is not None:
+        entry = write_aside(folder / rel, header, copy.pages, nice, copy.shard)
+    else:
+        writer = fmt.CollectionWriter(folder / rel, header)
+        try:
+            for page in copy.pages:
+                writer.write(page)
+            entry = {**writer.close(), "points": header.points}
+        except BaseException:
+            writer.abort()
+            raise
+    return {"file": rel, **entry, "physical": header.physical, "embedder": header.embedder,
+            "dim": header.dim}  # fmt: skip
 
 
 def _copy_extra(data_dir: Path, keys: Path, folder: Path) -> dict[str, dict[str, Any]]:

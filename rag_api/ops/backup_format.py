@@ -112,6 +112,8 @@ class CollectionWriter:
     def abort(self) -> None:
         try:
             self._raw.close()
+        except OSError:
+            pass  # what it could not write (a full disk) goes with the file
         finally:
             self.path.unlink(missing_ok=True)
 

@@ -11,10 +11,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from rag_api.embedding.batch_threads import lower_this_thread
 from rag_api.errors import JobNotFound, RagError
 from rag_api.hub import Hub
-from rag_api.ops.backup import SERVER_PACE, take_backup
+from rag_api.ops.backup import take_backup
 
 Status = Literal["queued", "running", "done", "failed"]
 HISTORY = 50
@@ -80,15 +79,13 @@ class BackupJobs:
 
     def _work(self, job: BackupJob) -> None:
         hub = self._hub()
-        if hub is not None:  # a thread of its own: below the queries, like indexing batches
-            lower_this_thread(hub.settings.batch_nice)
         with self._run:
             job.status = "running"
             try:
                 if hub is None:
                     raise RagError("the hub was closed before the backup ran")
                 to = None if job.to is None else Path(job.to)
-                job.result = take_backup(hub, job.collections, to, SERVER_PACE).as_dict()
+                job.result = take_backup(hub, job.collections, to, in_server=True).as_dict()
                 job.status = "done"
             except RagError as exc:
                 job.error, job.status = {"code": exc.code, "message": exc.message}, "failed"

@@ -318,10 +318,11 @@ class Collection:
         return self.sequence.allocate(self.writable().physical, count)
 
     def optimize(self) -> None:
-        """Build indexes after a bulk load."""
-        info = self.info(refresh=True)
-        if info is not None:
-            self.store.optimize(info.physical)
+        """Build indexes after a bulk load; a write for `writes_held` (it rewrites segments)."""
+        with self._target_lock.read():
+            info = self.info(refresh=True)
+            if info is not None:
+                self.store.optimize(info.physical)
 
     # --- migration -------------------------------------------------------------------------------
 

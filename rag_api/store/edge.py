@@ -52,6 +52,7 @@ from rag_api.store.edge_requests import (
 from rag_api.store.fusion import Missing, fuse, one_sided
 from rag_api.store.records import ExportPage, dense_of, hit_from, record_from
 from rag_api.store.salvage import engine_failure, rebuild_shard, unreadable
+from rag_api.store.shard_copy import copy_aside
 from rag_api.store.types import (
     DENSE,
     SPARSE,
@@ -315,6 +316,20 @@ class EdgeStore(Store):
         need = allocated_bytes(self._shard_dir(physical)) + NEW_SHARD_BYTES
         self.disk.require(need, f"optimize '{physical}'")
         _call(self._shard(physical).optimize)
+
+    def copy_physical(self, physical: str, to: Path) -> None:
+        """Flush the shard and copy its folder to `to`, a shard another process can open (a
+        backup reads it there). The caller holds the collection's writes until it returns."""
+        _call(self._shard(physical).flush)
+        try:
+            copy_aside(self._shard_dir(physical), to, self.disk.min_free)
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise InsufficientStorage(
+                    f"not enough free disk space to copy '{physical}' for a backup: "
+                    f"{exc.strerror}; free some space (reads and writes go on)"
+                ) from exc
+            raise StoreUnavailable("embedded Qdrant", f"copying '{physical}': {exc}") from exc
 
     def rebuild(self, physical: str) -> Rebuilt:
         """Replace a shard that holds unreadable data with one of everything still readable

@@ -5,6 +5,7 @@ nothing changed."""
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
 import shutil
@@ -16,8 +17,9 @@ from rag_api.errors import BackupInvalid, EmbedderMismatch, InsufficientStorage
 from rag_api.hub import Hub
 from rag_api.ops import backup_format as fmt
 from rag_api.ops.backup import take_backup
+from rag_api.ops.backup_writer import write_aside
 from rag_api.ops.restore import restore_backup
-from rag_api.store import Selector
+from rag_api.store import PointData, Selector
 from tests.conftest import hash_collection, write_config
 from tests.support.backup_world import populate, rankings, state
 from tests.support.writes import replace_source
@@ -209,6 +211,38 @@ def test_a_full_disk_removes_the_partial_backup(world, tmp_path: Path, monkeypat
         assert state(hub, "docs") == before
     finally:
         hub.close()
+
+
+def test_a_backup_inside_the_server_writes_the_same_points(world, tmp_path: Path) -> None:
+    settings, kb = world  # in the server the file is written by a child process
+    hub = opened(settings)
+    try:
+        populate(hub.collection("docs"), kb)
+        here = take_backup(hub, to=tmp_path / "here")
+        aside = take_backup(hub, to=tmp_path / "aside", in_server=True)
+        points = []
+        for result in (here, aside):
+            folder = Path(result.path)
+            entry = fmt.verify(folder)["collections"]["docs"]
+            points.append(
+                list(fmt.points_of(folder, entry, fmt.read_header(folder, "docs", entry)))
+            )
+        assert points[0] == points[1] and len(points[1]) == len(state(hub, "docs"))
+    finally:
+        hub.close()
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+def test_a_full_disk_in_the_writer_process_is_a_full_disk(tmp_path: Path) -> None:
+    target = tmp_path / "collections" / "docs.jsonl.gz"
+    target.parent.mkdir()
+    target.symlink_to("/dev/full")  # every write there fails: ENOSPC
+    header = fmt.Header("docs", "docs__v1", 4, 1, "hash:test", {}, {}, "2026-01-01T00:00:00+00:00")
+    page = [PointData("7", [0.5, 0.25, 0.0, 1.0], {"text": "x" * 200_000})]
+    with pytest.raises(OSError) as raised:
+        write_aside(target, header, [page], nice=0)
+    assert raised.value.errno == errno.ENOSPC
+    assert not target.is_symlink()  # the partial file is removed
 
 
 def _copy(folder: Path, to: Path) -> Path:

@@ -43,7 +43,10 @@ def settings(tmp_path, make_settings, engine):
     return make_settings(config, engine)
 
 
-def test_backups_beside_a_writer_hold_one_whole_version(settings, tmp_path: Path) -> None:
+@pytest.mark.parametrize("in_server", [False, True], ids=["cli", "server"])
+def test_backups_beside_a_writer_hold_one_whole_version(
+    settings, tmp_path: Path, in_server: bool
+) -> None:  # in the server an embedded shard is copied, and read by a writer process
     hub = Hub.open(settings)
     try:
         collection = hub.collection("docs")
@@ -61,7 +64,7 @@ def test_backups_beside_a_writer_hold_one_whole_version(settings, tmp_path: Path
         seen, deadline, folders = set(), time.monotonic() + ROUNDS_S, []
         try:
             while time.monotonic() < deadline and len(folders) < 12:
-                folder = Path(take_backup(hub, to=tmp_path / "b").path)
+                folder = Path(take_backup(hub, to=tmp_path / "b", in_server=in_server).path)
                 entry = fmt.read_manifest(folder)["collections"]["docs"]
                 header = fmt.read_header(folder, "docs", entry)
                 points = [
