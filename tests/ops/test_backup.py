@@ -250,6 +250,24 @@ def _copy(folder: Path, to: Path) -> Path:
     return to
 
 
+@pytest.mark.parametrize("engine", ["edge"])
+def test_no_room_for_the_shard_copy_is_a_full_disk(world, tmp_path: Path) -> None:
+    settings, kb = world  # in the server the embedded shard is copied beside itself first
+    hub = opened(settings)
+    try:
+        populate(hub.collection("docs"), kb)
+        before = state(hub, "docs")
+        hub.store.disk.min_free = hub.store.disk.free() + (1 << 40)  # the copy cannot fit
+        with pytest.raises(InsufficientStorage, match="copy 'docs__v1' for a backup"):
+            take_backup(hub, to=tmp_path / "b", in_server=True)
+        assert list((tmp_path / "b").iterdir()) == []
+        assert not (settings.data_dir / ".backup-scratch").exists()
+        hub.store.disk.min_free = 0
+        assert state(hub, "docs") == before
+    finally:
+        hub.close()
+
+
 def test_the_scoped_keys_file_goes_with_the_backup_as_it_is(world, tmp_path: Path) -> None:
     from rag_api.access.keys import KeysFile
 
