@@ -110,7 +110,7 @@ def take_backup(
     """Back up these collections (default: every configured one) into a new folder under `to`
     (default RAG_BACKUP_DIR); retention prunes that folder's older backups when `to` is unset.
     `in_server`: an embedded shard is copied under the hold rather than read, and each file is
-    written by a child process at the indexing priority (RAG_BATCH_NICE)."""
+    written by a child process at the idle priority (rag_api.ops.backup_writer)."""
     started = time.monotonic()
     chosen = (
         [hub.collection(n, enabled_only=False).name for n in names]
@@ -142,21 +142,19 @@ def take_backup(
             nice = hub.settings.batch_nice if in_server else None
             try:
                 entry = _write_collection(work, copy, nice)
-            finally:
+            finally:  # one collection's copy on disk at a time
                 if copy.shard is not None:
                     shutil.rmtree(copy.shard, ignore_errors=True)
             manifest["collections"][name] = entry
             result.collections[name] = entry
             log.info("%s: %d points backed up (writes held %.3f s)", name, entry["points"], held)
         manifest["extra"] = _copy_extra(hub.settings.data_dir, hub.settings.keys_path, work)
-        shutil.rmtree(scratch, ignore_errors=True)
         write_atomically(work / fmt.MANIFEST, _json(fmt.seal(manifest)))
         _fsync_dir(work)
         os.rename(work, final)
         _fsync_dir(root)
     except BaseException as exc:
         shutil.rmtree(work, ignore_errors=True)  # never a partial backup left to be trusted
-        shutil.rmtree(scratch, ignore_errors=True)
         if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
             raise InsufficientStorage(
                 f"backup to {root} failed: the disk is full ({exc.strerror}); the partial backup "
@@ -167,6 +165,8 @@ def take_backup(
                 f"backup to {root} failed: {exc}; the partial backup was removed"
             ) from exc
         raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     result.bytes = sum(e["bytes"] for e in manifest["collections"].values())
     if to is None:
         from rag_api.ops.retention import prune
