@@ -1,8 +1,8 @@
 """A collection file written in a child process, so a backup taken inside the server leaves the
-interpreter to the server's requests. The child runs at the indexing priority (RAG_BATCH_NICE)
-and reads either a copy of the embedded shard, taken under the hold by the kernel (the server
-then does no work at all), or, from a Qdrant server, the points the server read under the hold,
-pickled through a pipe; it encodes, compresses and hashes them.
+interpreter to the server's requests. The child runs RAG_BATCH_NICE levels down in the idle
+scheduling class and reads either a copy of the embedded shard, taken under the hold by the
+kernel (the server then does no work at all), or, from a Qdrant server, the points the server
+read under the hold, pickled through a pipe; it encodes, compresses and hashes them.
 
     python -m rag_api.ops.backup_writer PATH [SHARD]    header (and pages) in on stdin,
                                                         the manifest entry out as JSON

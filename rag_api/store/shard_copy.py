@@ -6,7 +6,8 @@ mostly preallocated space (32 MB pages, WAL segments): a plain copy writes every
 it starts in milliseconds): a server's copying thread would wait for the interpreter after each
 of its thousand system calls while requests hold it, the copy taking seconds instead of a tenth.
 
-    python shard_copy.py SOURCE TARGET    exit status: 0, or the errno of the failure
+    python shard_copy.py SOURCE TARGET RESERVE    exit status 0, or the errno of the failure
+                                                  (ENOSPC: less than the copy + RESERVE free)
 """
 
 from __future__ import annotations
