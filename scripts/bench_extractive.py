@@ -47,7 +47,7 @@ from rag_api.points.collection import Collection  # noqa: E402
 from rag_api.search.retrieval import SearchRequest, search  # noqa: E402
 from rag_api.settings import Settings  # noqa: E402
 from rag_api.store import Selector, SparseEncoder  # noqa: E402
-from scripts.evallib import default_data_dir, load_dataset  # noqa: E402
+from scripts.evallib import load_dataset, parse_with_data  # noqa: E402
 from scripts.evallib.vector_cache import document_vectors  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -262,12 +262,7 @@ def parse_args() -> argparse.Namespace:
         "--paragraphs", type=int, help="corpus sample (default: all of XQuAD-es, 600 of SQuAD-it)"
     )
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--data-dir", type=Path, default=default_data_dir())
-    parser.add_argument("--cache-dir", type=Path, default=REPO / ".bench")
-    args = parser.parse_args()
-    if not args.data_dir.is_dir():
-        parser.error(f"{args.data_dir} not found: pass --data-dir or set RAG_EVAL_DATA")
-    return args
+    return parse_with_data(parser, REPO / ".bench")
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ from rag_api.points.labels import Label  # noqa: E402
 from rag_api.search.retrieval import SearchRequest, search  # noqa: E402
 from rag_api.settings import Settings  # noqa: E402
 from rag_api.store import Selector  # noqa: E402
-from scripts.evallib import Dataset, chunks_to_docs, default_data_dir, evaluate, load_dataset  # noqa: E402
+from scripts.evallib import Dataset, chunks_to_docs, evaluate, load_dataset, parse_with_data  # noqa: E402
 from scripts.evallib.vector_cache import CachedQueries  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -102,12 +102,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=2, help="cost: index runs of each variant")
     parser.add_argument("--show", type=int, default=0, help="print boilerplate left in contexts")
     parser.add_argument("--cost-docs", type=int, default=400, help="cost: documents indexed")
-    parser.add_argument("--data-dir", type=Path, default=default_data_dir())
-    parser.add_argument("--cache-dir", type=Path, default=REPO / ".bench")
-    args = parser.parse_args()
-    if not args.data_dir.is_dir():
-        parser.error(f"{args.data_dir} not found: pass --data-dir or set RAG_EVAL_DATA")
-    return args
+    return parse_with_data(parser, REPO / ".bench")
 
 
 # ---- the corpora --------------------------------------------------------------------------------

@@ -50,10 +50,10 @@ from scripts.evallib import (  # noqa: E402
     DATASETS,
     Dataset,
     chunks_to_docs,
-    default_data_dir,
     evaluate,
     latency_summary,
     load_dataset,
+    parse_with_data,
 )
 from scripts.evallib.vector_cache import (  # noqa: E402
     CachedQueries,
@@ -144,12 +144,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--exact", action="store_true", help="exact dense search (no HNSW)")
     parser.add_argument("--depth", type=int, default=300, help="chunks retrieved for recall@100")
     parser.add_argument("--latency-queries", type=int, default=300, help="timed live searches")
-    parser.add_argument("--data-dir", type=Path, default=default_data_dir())
-    parser.add_argument("--cache-dir", type=Path, default=REPO / ".bench")
-    args = parser.parse_args()
-    if not args.data_dir.is_dir():
-        parser.error(f"{args.data_dir} not found: pass --data-dir or set RAG_EVAL_DATA")
-    return args
+    return parse_with_data(parser, REPO / ".bench")
 
 
 def index_name(args: argparse.Namespace, embedder: str) -> str:

@@ -53,10 +53,10 @@ from scripts.bench_retrieval import EMBEDDERS, build_index  # noqa: E402
 from scripts.evallib import (  # noqa: E402
     Dataset,
     chunks_to_docs,
-    default_data_dir,
     evaluate,
     latency_summary,
     load_dataset,
+    parse_with_data,
 )
 from scripts.evallib.paired import paired_difference  # noqa: E402
 
@@ -144,12 +144,7 @@ def parse_args() -> argparse.Namespace:
         default=1190,
         help="per dataset at most (default 1190: every XQuAD question; 300 tell too little)",
     )
-    parser.add_argument("--data-dir", type=Path, default=default_data_dir())
-    parser.add_argument("--cache-dir", type=Path, default=REPO / ".bench" / "routing")
-    args = parser.parse_args()
-    if not args.data_dir.is_dir():
-        parser.error(f"{args.data_dir} not found: pass --data-dir or set RAG_EVAL_DATA")
-    return args
+    return parse_with_data(parser, REPO / ".bench" / "routing")
 
 
 def open_hub(cache: Path) -> Hub:

@@ -290,3 +290,12 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, interval: floa
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout} s")
         time.sleep(interval)
+
+
+@pytest.fixture(scope="module", params=ENGINES)
+def labelled(request, tmp_path_factory):
+    """A served hub with a chunk of every label (tests.support.labels), on each engine."""
+    from tests.support.labels import engine_url, labelled_world
+
+    with labelled_world(tmp_path_factory.mktemp("labels"), engine_url(request)) as built:
+        yield built

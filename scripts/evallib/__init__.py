@@ -18,6 +18,7 @@ from scripts.evallib.datasets import (
     default_data_dir,
     distinct_questions,
     load_dataset,
+    parse_with_data,
     subsample,
 )
 
@@ -32,6 +33,7 @@ __all__ = [
     "evaluate",
     "latency_summary",
     "load_dataset",
+    "parse_with_data",
     "mrr_at_k",
     "ndcg_at_k",
     "rank",

@@ -1,5 +1,6 @@
 """Load the read-only evaluation datasets (see each PROVENANCE.md) into one in-memory shape."""
 
+import argparse
 import csv
 import gzip
 import json
@@ -39,6 +40,17 @@ class Dataset:
 def default_data_dir() -> Path:
     """Return $RAG_EVAL_DATA, else ../shared/eval-data relative to the repo root."""
     return Path(os.environ.get("RAG_EVAL_DATA") or _REPO_ROOT.parent / "shared" / "eval-data")
+
+
+def parse_with_data(parser: argparse.ArgumentParser, cache_dir: Path) -> argparse.Namespace:
+    """Add --data-dir (default_data_dir()) and --cache-dir to a benchmark's options, parse them,
+    and stop with a usage error when the data folder is missing."""
+    parser.add_argument("--data-dir", type=Path, default=default_data_dir())
+    parser.add_argument("--cache-dir", type=Path, default=cache_dir)
+    args = parser.parse_args()
+    if not args.data_dir.is_dir():
+        parser.error(f"{args.data_dir} not found: pass --data-dir or set RAG_EVAL_DATA")
+    return args
 
 
 def load_dataset(

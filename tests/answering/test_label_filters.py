@@ -5,11 +5,9 @@ and every source shows its labels."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from tests.conftest import ENGINES, assert_error_shape
+from tests.conftest import assert_error_shape
 from tests.support.labels import (
     ALL_FOUND,
     DEFAULT_FOUND,
@@ -18,20 +16,12 @@ from tests.support.labels import (
     GARBAGE,
     QUESTION,
     LabelledWorld,
-    engine_url,
     found,
-    labelled_world,
 )
 
 
-@pytest.fixture(scope="module", params=ENGINES)
-def world(request, tmp_path_factory) -> Iterator[LabelledWorld]:
-    with labelled_world(tmp_path_factory.mktemp("labels"), engine_url(request)) as built:
-        yield built
-
-
-def sources(world: LabelledWorld, collection: str, **body) -> set[str]:
-    with world.client() as http:
+def sources(labelled: LabelledWorld, collection: str, **body) -> set[str]:
+    with labelled.client() as http:
         response = http.post(
             f"/query/{collection}", json={"query": QUESTION, "generate": False, **body}
         )
@@ -39,24 +29,27 @@ def sources(world: LabelledWorld, collection: str, **body) -> set[str]:
     return found(response.json()["sources"])
 
 
-def test_defaults_leave_out_boilerplate_and_low_quality_but_keep_unlabelled(world) -> None:
-    assert sources(world, "docs") == DEFAULT_FOUND
-    assert sources(world, "docs", filters={"types": ["boilerplate"]}) == {"footer.md", "legacy.md"}
+def test_defaults_leave_out_boilerplate_and_low_quality_but_keep_unlabelled(labelled) -> None:
+    assert sources(labelled, "docs") == DEFAULT_FOUND
+    assert sources(labelled, "docs", filters={"types": ["boilerplate"]}) == {
+        "footer.md",
+        "legacy.md",
+    }
     everything = {"types": EVERY_TYPE, "min_quality": 0}
-    assert sources(world, "docs", filters=everything) == ALL_FOUND
-    assert sources(world, "docs", filters={"min_quality": 0}) == DEFAULT_FOUND | {"scan.md"}
+    assert sources(labelled, "docs", filters=everything) == ALL_FOUND
+    assert sources(labelled, "docs", filters={"min_quality": 0}) == DEFAULT_FOUND | {"scan.md"}
     prose = {"types": ["prose"], "min_quality": 0.05}
-    assert sources(world, "docs", filters=prose) == {"refunds.md", "scan.md", "legacy.md"}
+    assert sources(labelled, "docs", filters=prose) == {"refunds.md", "scan.md", "legacy.md"}
 
 
-def test_a_collection_s_retrieval_block_sets_the_defaults(world) -> None:
-    assert sources(world, "everything") == ALL_FOUND
-    assert sources(world, "everything", filters={"min_quality": 0.3}) == ALL_FOUND - {"scan.md"}
-    assert sources(world, "everything", filters={"types": ["table"]}) == {"legacy.md"}
+def test_a_collection_s_retrieval_block_sets_the_defaults(labelled) -> None:
+    assert sources(labelled, "everything") == ALL_FOUND
+    assert sources(labelled, "everything", filters={"min_quality": 0.3}) == ALL_FOUND - {"scan.md"}
+    assert sources(labelled, "everything", filters={"types": ["table"]}) == {"legacy.md"}
 
 
-def test_sources_show_their_labels(world) -> None:
-    with world.client() as http:
+def test_sources_show_their_labels(labelled) -> None:
+    with labelled.client() as http:
         body = {"query": QUESTION, "generate": False, "filters": {"min_quality": 0}}
         listed = http.post("/query/docs", json=body).json()["sources"]
     by_source = {s["source"]: s for s in listed}
@@ -67,22 +60,22 @@ def test_sources_show_their_labels(world) -> None:
     assert not {"type", "quality", "quality_reasons"} & set(by_source["legacy.md"])
 
 
-def test_boilerplate_never_reaches_the_llm_by_default(world) -> None:
-    with world.client() as http:
+def test_boilerplate_never_reaches_the_llm_by_default(labelled) -> None:
+    with labelled.client() as http:
         answered = http.post("/query/docs", json={"query": QUESTION})
         assert answered.status_code == 200, answered.text
-        prompt = world.prompts()[-1]
+        prompt = labelled.prompts()[-1]
         assert "30 days of purchase" in prompt and "billing team" in prompt
         assert FOOTER not in prompt and GARBAGE not in prompt
         asked = {"query": QUESTION, "filters": {"types": ["boilerplate"], "min_quality": 0}}
         assert http.post("/query/docs", json=asked).status_code == 200
-        assert FOOTER in world.prompts()[-1]
+        assert FOOTER in labelled.prompts()[-1]
 
 
-def test_the_routing_collection_applies_the_filters_to_each_collection(world) -> None:
+def test_the_routing_collection_applies_the_filters_to_each_collection(labelled) -> None:
     routed = {"collections": ["docs", "everything"]}
-    assert sources(world, "auto", **routed) >= DEFAULT_FOUND
-    with world.client() as http:
+    assert sources(labelled, "auto", **routed) >= DEFAULT_FOUND
+    with labelled.client() as http:
         body = {"query": QUESTION, "generate": False, **routed}
         listed = http.post("/query/auto", json=body).json()["sources"]
         by_collection = {
@@ -107,8 +100,8 @@ def test_the_routing_collection_applies_the_filters_to_each_collection(world) ->
         ({"min_quality": True}, "filters.min_quality"),
     ],
 )
-def test_bad_label_filters_are_refused_naming_the_field(world, filters, field) -> None:
-    with world.client() as http:
+def test_bad_label_filters_are_refused_naming_the_field(labelled, filters, field) -> None:
+    with labelled.client() as http:
         for path in ("/query/docs", "/query/auto", "/v1/rag/search", "/v1/rag/context"):
             response = http.post(path, json={"query": QUESTION, "filters": filters})
             error = assert_error_shape(response, 422, "INVALID_REQUEST")

@@ -42,6 +42,14 @@ def expect(locator: Any) -> Any:
     return playwright_expect(locator)
 
 
+def ask(page: Any, url: str, collection: str, question: str) -> None:
+    """Ask `question` of `collection` on the console's ask page, and wait for the whole answer."""
+    page.goto(f"{url}/console/ask?collection={collection}")
+    page.fill("#question", question)
+    page.click("#ask-button")
+    expect(page.locator("#answer-meta")).to_have_attribute("data-done", "true")
+
+
 @dataclass
 class HubProcess:
     url: str

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from tests.conftest import hash_collection, minilm_collection, write_config
-from tests.console.conftest import ADMIN, READER, expect, kb_folder
+from tests.console.conftest import ADMIN, READER, ask, expect, kb_folder
 from tests.support.fakes import FakeOllama
 
 
@@ -124,10 +124,7 @@ def test_an_answer_s_markdown_is_rendered_safely_and_every_page_has_its_icon(
         missing: list[str] = []
         page.on("response", lambda r: missing.append(r.url) if r.status == 404 else None)
 
-        page.goto(hub.url + "/console/ask?collection=docs")
-        page.fill("#question", "Where do visitors park their car?")
-        page.click("#ask-button")
-        expect(page.locator("#answer-meta")).to_have_attribute("data-done", "true")
+        ask(page, hub.url, "docs", "Where do visitors park their car?")
         answer = page.locator("#answer")
         expect(answer.locator("strong")).to_have_text("Cerrar caja")
         expect(answer.locator("em")).to_have_text("tres")

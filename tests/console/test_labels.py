@@ -9,7 +9,7 @@ from pathlib import Path
 from rag_api.indexing.sync import sync_collection
 from rag_api.store import Selector
 from tests.conftest import hash_collection, write_config
-from tests.console.conftest import expect, kb_folder
+from tests.console.conftest import ask, expect, kb_folder
 from tests.support.labels import label, label_file, labels, unlabel
 
 SCAN = "# Scan\n\n" + " ".join(f"Parking page {i}, scanned and read badly." for i in range(30))
@@ -47,10 +47,7 @@ def test_files_chunks_and_sources_show_their_labels(
     expect(first.locator("[data-label=ocr]")).to_have_text("OCR 0.42")
     expect(first.locator(".badge.where")).to_have_text("page 2")
 
-    page.goto(server.url + "/console/ask?collection=docs")
-    page.fill("#question", "Where do visitors park?")
-    page.click("#ask-button")
-    expect(page.locator("#answer-meta")).to_have_attribute("data-done", "true")
+    ask(page, server.url, "docs", "Where do visitors park?")
     handbook = page.locator("#sources li[data-source='handbook.md']")
     expect(handbook.locator("[data-label=type]")).to_have_text("prose")
     expect(handbook.locator("[data-label=quality]")).to_have_text("quality 0.95")

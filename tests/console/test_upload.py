@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import hash_collection, minilm_collection, write_config
-from tests.console.conftest import ADMIN, READER, expect, kb_folder
+from tests.console.conftest import ADMIN, READER, ask, expect, kb_folder
 from tests.indexing.test_formats import write_pdf
 
 FICUS = "## Plant care\n\nThe ficus by the window is watered every Tuesday by the front desk.\n"
@@ -46,10 +46,7 @@ def test_upload_a_markdown_and_a_pdf_ask_them_then_delete_one(
     expect(page.locator("#chunks li").nth(1).locator(".badge.where")).to_have_text("page 2")
     expect(page.locator("#chunks li").nth(1)).to_contain_text("1.5 bar")
 
-    page.goto(hub.url + "/console/ask?collection=office")
-    page.fill("#question", "On which day is the ficus watered?")
-    page.click("#ask-button")
-    expect(page.locator("#answer-meta")).to_have_attribute("data-done", "true")
+    ask(page, hub.url, "office", "On which day is the ficus watered?")
     expect(page.locator("#sources li").first).to_have_attribute("data-source", "ficus.md")
     expect(page.locator("#answer")).to_contain_text("Tuesday")
 

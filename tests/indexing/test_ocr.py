@@ -92,17 +92,18 @@ def open_with(tmp_path, make_settings, open_hub, collections: dict, **settings) 
     return open_hub(make_settings(config, **settings))
 
 
+def open_both(kbs, tmp_path, make_settings, open_hub) -> Hub:
+    """A hub with the English kb as `en` and the Spanish one as `es`."""
+    english, spanish = kbs
+    collections = {"en": hash_collection(english), "es": hash_collection(spanish, language="es")}
+    return open_with(tmp_path, make_settings, open_hub, collections)
+
+
 @needs_tesseract
 def test_scanned_pdfs_and_images_are_read_in_english_and_spanish(
     kbs, tmp_path, make_settings, open_hub
 ) -> None:
-    english, spanish = kbs
-    hub = open_with(
-        tmp_path,
-        make_settings,
-        open_hub,
-        {"en": hash_collection(english), "es": hash_collection(spanish, language="es")},
-    )
+    hub = open_both(kbs, tmp_path, make_settings, open_hub)
     for name in ("en", "es"):
         report = sync_collection(hub.collection(name))
         assert (report.indexed, report.errors, report.warnings) == (2, {}, {})
@@ -152,13 +153,7 @@ def test_a_page_past_its_time_bound_is_a_warning_and_the_rest_is_indexed(
 def test_without_tesseract_a_scan_and_an_image_say_what_to_install(
     kbs, tmp_path, make_settings, open_hub, monkeypatch
 ) -> None:
-    english, spanish = kbs
-    hub = open_with(
-        tmp_path,
-        make_settings,
-        open_hub,
-        {"en": hash_collection(english), "es": hash_collection(spanish, language="es")},
-    )
+    hub = open_both(kbs, tmp_path, make_settings, open_hub)
     monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
     english_errors = sync_collection(hub.collection("en")).errors
     assert "no extractable text in 2 page(s)" in english_errors["scan.pdf"]

@@ -4,11 +4,8 @@ override that, and results and chunk listings show each chunk's labels; a listin
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from tests.conftest import ENGINES
 from tests.support.labels import (
     ALL_FOUND,
     DEFAULT_FOUND,
@@ -17,46 +14,38 @@ from tests.support.labels import (
     GARBAGE,
     QUESTION,
     LabelledWorld,
-    engine_url,
     found,
-    labelled_world,
 )
 
 
-@pytest.fixture(scope="module", params=ENGINES)
-def world(request, tmp_path_factory) -> Iterator[LabelledWorld]:
-    with labelled_world(tmp_path_factory.mktemp("labels"), engine_url(request)) as built:
-        yield built
-
-
-def post(world: LabelledWorld, path: str, **body) -> dict:
-    with world.client() as http:
+def post(labelled: LabelledWorld, path: str, **body) -> dict:
+    with labelled.client() as http:
         response = http.post(path, json={"query": QUESTION, "collection": "docs", **body})
     assert response.status_code == 200, response.text
     return response.json()
 
 
 @pytest.mark.parametrize("path", ["/v1/rag/search", "/v1/rag/context"])
-def test_search_and_context_apply_the_defaults_and_the_filters(world, path) -> None:
-    assert found(post(world, path)["results"]) == DEFAULT_FOUND
-    boilerplate = post(world, path, filters={"types": ["boilerplate"]})["results"]
+def test_search_and_context_apply_the_defaults_and_the_filters(labelled, path) -> None:
+    assert found(post(labelled, path)["results"]) == DEFAULT_FOUND
+    boilerplate = post(labelled, path, filters={"types": ["boilerplate"]})["results"]
     assert found(boilerplate) == {"footer.md", "legacy.md"}
     everything = {"types": EVERY_TYPE, "min_quality": 0.0}
-    assert found(post(world, path, filters=everything)["results"]) == ALL_FOUND
-    routed = post(world, path, collection="auto", collections=["docs"])["results"]
+    assert found(post(labelled, path, filters=everything)["results"]) == ALL_FOUND
+    routed = post(labelled, path, collection="auto", collections=["docs"])["results"]
     assert found(routed) == DEFAULT_FOUND
 
 
-def test_the_inject_block_holds_no_boilerplate_by_default(world) -> None:
-    block = post(world, "/v1/rag/context")["block"]
+def test_the_inject_block_holds_no_boilerplate_by_default(labelled) -> None:
+    block = post(labelled, "/v1/rag/context")["block"]
     assert "30 days of purchase" in block and "billing team" in block
     assert FOOTER not in block and GARBAGE not in block
-    asked = post(world, "/v1/rag/context", filters={"types": ["boilerplate"]})["block"]
+    asked = post(labelled, "/v1/rag/context", filters={"types": ["boilerplate"]})["block"]
     assert FOOTER in asked
 
 
-def test_results_show_their_labels(world) -> None:
-    results = post(world, "/v1/rag/search", filters={"min_quality": 0})["results"]
+def test_results_show_their_labels(labelled) -> None:
+    results = post(labelled, "/v1/rag/search", filters={"min_quality": 0})["results"]
     by_source = {r["source"]: r for r in results}
     assert by_source["scan.md"] | {"text": "", "score": 0} == {
         "text": "",
@@ -71,8 +60,8 @@ def test_results_show_their_labels(world) -> None:
     assert "type" not in by_source["legacy.md"]
 
 
-def test_chunk_listings_show_every_chunk_with_its_labels(world) -> None:
-    with world.client() as http:
+def test_chunk_listings_show_every_chunk_with_its_labels(labelled) -> None:
+    with labelled.client() as http:
         listing = http.get("/v1/rag/chunks", params={"collection": "docs"}).json()
         ranked = http.get("/v1/rag/chunks", params={"collection": "docs", "query": QUESTION})
         posted = http.post("/v1/rag/chunks/list", json={"collection": "docs", "query": QUESTION})

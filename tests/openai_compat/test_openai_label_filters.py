@@ -4,12 +4,9 @@ override the collection's defaults; bad values are a 400 in OpenAI's shape namin
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import openai
 import pytest
 
-from tests.conftest import ENGINES
 from tests.support.labels import (
     ALL_FOUND,
     DEFAULT_FOUND,
@@ -17,23 +14,14 @@ from tests.support.labels import (
     FOOTER,
     GARBAGE,
     QUESTION,
-    LabelledWorld,
-    engine_url,
     found,
-    labelled_world,
 )
 from tests.support.openai_support import ask
 
 
-@pytest.fixture(scope="module", params=ENGINES)
-def world(request, tmp_path_factory) -> Iterator[LabelledWorld]:
-    with labelled_world(tmp_path_factory.mktemp("labels"), engine_url(request)) as built:
-        yield built
-
-
 @pytest.fixture(scope="module")
-def client(world) -> openai.OpenAI:
-    return openai.OpenAI(base_url=world.live.url + "/v1", api_key="x", max_retries=0)
+def client(labelled) -> openai.OpenAI:
+    return openai.OpenAI(base_url=labelled.live.url + "/v1", api_key="x", max_retries=0)
 
 
 def chat(client: openai.OpenAI, model: str = "docs", **filters) -> list[dict]:
@@ -44,12 +32,12 @@ def chat(client: openai.OpenAI, model: str = "docs", **filters) -> list[dict]:
     return completion.model_extra["sources"]
 
 
-def test_chat_leaves_out_boilerplate_unless_asked(world, client) -> None:
+def test_chat_leaves_out_boilerplate_unless_asked(labelled, client) -> None:
     assert found(chat(client)) == DEFAULT_FOUND
-    prompt = world.prompts()[-1]
+    prompt = labelled.prompts()[-1]
     assert "30 days of purchase" in prompt and FOOTER not in prompt and GARBAGE not in prompt
     assert found(chat(client, types=["boilerplate"])) == {"footer.md", "legacy.md"}
-    assert FOOTER in world.prompts()[-1]
+    assert FOOTER in labelled.prompts()[-1]
     everything = chat(client, types=EVERY_TYPE, min_quality=0)
     assert found(everything) == ALL_FOUND
     scan = next(s for s in everything if s["source"] == "scan.md")
@@ -60,7 +48,7 @@ def test_chat_leaves_out_boilerplate_unless_asked(world, client) -> None:
     )
 
 
-def test_chat_stream_takes_the_filters_too(world, client) -> None:
+def test_chat_stream_takes_the_filters_too(labelled, client) -> None:
     stream = client.chat.completions.create(
         model="docs",
         messages=ask(QUESTION),
@@ -71,15 +59,15 @@ def test_chat_stream_takes_the_filters_too(world, client) -> None:
     assert found(final.model_extra["sources"]) == {"footer.md", "legacy.md"}
 
 
-def test_responses_take_the_filters(world, client) -> None:
+def test_responses_take_the_filters(labelled, client) -> None:
     default = client.responses.create(model="docs", input=QUESTION)
     assert found(default.model_extra["sources"]) == DEFAULT_FOUND
-    assert FOOTER not in world.prompts()[-1]
+    assert FOOTER not in labelled.prompts()[-1]
     asked = client.responses.create(
         model="docs", input=QUESTION, extra_body={"filters": {"types": ["boilerplate"]}}
     )
     assert found(asked.model_extra["sources"]) == {"footer.md", "legacy.md"}
-    assert FOOTER in world.prompts()[-1]
+    assert FOOTER in labelled.prompts()[-1]
 
 
 def test_auto_applies_the_filters_in_every_collection_it_searches(client) -> None:
