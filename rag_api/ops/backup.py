@@ -135,11 +135,11 @@ def take_backup(
     }  # fmt: skip
     try:
         work.mkdir()
+        page_size = SERVER_PAGE if in_server else PAGE
+        nice = hub.settings.batch_nice if in_server else None
         for name in chosen:
-            page_size = SERVER_PAGE if in_server else PAGE
             copy, held = read_collection(hub.collections[name], taken_at, page_size, copies)
             result.held_s[name] = round(held, 4)
-            nice = hub.settings.batch_nice if in_server else None
             try:
                 entry = _write_collection(work, copy, nice)
             finally:  # one collection's copy on disk at a time
@@ -184,14 +184,7 @@ def _write_collection(folder: Path, copy: CollectionCopy, nice: int | None) -> d
     if nice is not None:
         entry = write_aside(folder / rel, header, copy.pages, nice, copy.shard)
     else:
-        writer = fmt.CollectionWriter(folder / rel, header)
-        try:
-            for page in copy.pages:
-                writer.write(page)
-            entry = {**writer.close(), "points": header.points}
-        except BaseException:
-            writer.abort()
-            raise
+        entry = fmt.write_points(folder / rel, header, copy.pages)
     return {"file": rel, **entry, "physical": header.physical, "embedder": header.embedder,
             "dim": header.dim}  # fmt: skip
 

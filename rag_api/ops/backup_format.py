@@ -22,14 +22,14 @@ import hashlib
 import json
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
 
-from rag_api.errors import BackupInvalid
+from rag_api.errors import BackupInvalid, RagError
 from rag_api.store import PointData, SparseVec
 
 FORMAT = 1
@@ -97,7 +97,7 @@ class CollectionWriter:
         self._gz.write(json.dumps(header.as_dict(), ensure_ascii=False).encode() + b"\n")
         self.points = 0
 
-    def write(self, points: list[PointData]) -> None:
+    def write(self, points: Sequence[PointData]) -> None:
         self._gz.write(b"".join(encode_point(p) for p in points))
         self.points += len(points)
 
@@ -112,8 +112,6 @@ class CollectionWriter:
     def abort(self) -> None:
         try:
             self._raw.close()
-        except OSError:
-            pass  # what it could not write (a full disk) goes with the file
         finally:
             self.path.unlink(missing_ok=True)
 
@@ -129,6 +127,23 @@ class _HashingFile:
 
     def flush(self) -> None:
         self.raw.flush()
+
+
+def write_points(
+    path: Path, header: Header, pages: Iterable[Sequence[PointData]]
+) -> dict[str, Any]:
+    """Write a collection file of these pages, which must hold `header.points` points; its
+    manifest entry (sha256, bytes, points). A failure removes the partial file."""
+    writer = CollectionWriter(path, header)
+    try:
+        for page in pages:
+            writer.write(page)
+        if writer.points != header.points:
+            raise RagError(f"{writer.points} points read where {header.points} were counted")
+        return {**writer.close(), "points": header.points}
+    except BaseException:
+        writer.abort()
+        raise
 
 
 def file_entry(path: Path) -> dict[str, Any]:

@@ -97,7 +97,6 @@ def main(argv: list[str]) -> int:
     path = Path(argv[0])
     shard = Path(argv[1]) if len(argv) > 1 else None
     source = sys.stdin.buffer
-    writer: fmt.CollectionWriter | None = None
     store = None
     try:
         header: fmt.Header = pickle.load(source)
@@ -108,15 +107,8 @@ def main(argv: list[str]) -> int:
             store = EdgeStore(shard.parent)
             header = replace(header, points=store.count(shard.name))  # exact, for the header
             pages = store.export(shard.name, PAGE)
-        writer = fmt.CollectionWriter(path, header)
-        for page in pages:
-            writer.write(page)
-        if writer.points != header.points:
-            raise RagError(f"{writer.points} points read where {header.points} were counted")
-        answer: dict[str, Any] = {**writer.close(), "points": header.points}
+        answer: dict[str, Any] = fmt.write_points(path, header, pages)
     except BaseException as exc:  # EOFError: the server went away before the end mark
-        if writer is not None:
-            writer.abort()
         answer = {"error": f"{type(exc).__name__}: {exc}"}
         if isinstance(exc, OSError) and exc.errno:
             answer = {"error": exc.strerror or str(exc), "errno": exc.errno}

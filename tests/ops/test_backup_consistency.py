@@ -91,6 +91,23 @@ def test_backups_beside_a_writer_hold_one_whole_version(
         hub.close()
 
 
+def test_an_optimize_waits_while_writes_are_held(settings) -> None:
+    # it rewrites the segments a backup copies under the hold: it is a write to that gate
+    hub = Hub.open(settings)
+    try:
+        collection = hub.collection("docs")
+        replace_source(collection, SOURCE, version(0, 20), API)
+        done = threading.Event()
+        optimizer = threading.Thread(target=lambda: (collection.optimize(), done.set()))
+        with collection.writes_held():
+            optimizer.start()
+            assert not done.wait(1.0)
+        optimizer.join(timeout=60)
+        assert done.is_set()
+    finally:
+        hub.close()
+
+
 @pytest.mark.parametrize("engine", ["edge"])
 def test_a_restore_killed_half_way_leaves_the_live_collection(settings, tmp_path: Path) -> None:
     kb = tmp_path / "kb"
