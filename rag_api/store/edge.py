@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import errno
-import fcntl
 import json
-import logging
 import os
 import shutil
 import threading
@@ -16,7 +14,7 @@ from typing import Any
 
 import qdrant_edge as qe
 
-from rag_api.errors import InsufficientStorage, StoreCorrupted, StoreLocked, StoreUnavailable
+from rag_api.errors import InsufficientStorage, StoreUnavailable
 from rag_api.store.aliases import AliasFile
 from rag_api.store.base import (
     PAYLOAD_INDEXES,
@@ -34,6 +32,7 @@ from rag_api.store.diskspace import (
     allocated_bytes,
     points_bytes,
 )
+from rag_api.store.edge_failures import engine_call
 from rag_api.store.edge_requests import (
     KIND,
     SCHEMA,
@@ -50,8 +49,9 @@ from rag_api.store.edge_requests import (
     str_id,
 )
 from rag_api.store.fusion import Missing, fuse, one_sided
+from rag_api.store.process_lock import acquire_process_lock
 from rag_api.store.records import ExportPage, dense_of, hit_from, record_from
-from rag_api.store.salvage import engine_failure, rebuild_shard, unreadable
+from rag_api.store.salvage import rebuild_shard
 from rag_api.store.shard_copy import copy_aside
 from rag_api.store.types import (
     DENSE,
@@ -69,8 +69,6 @@ from rag_api.store.types import (
     SparseVec,
 )
 
-log = logging.getLogger("rag_api.store")
-
 
 class EdgeStore(Store):
     """qdrant-edge-py shards under `root`, plus the hub's own alias file."""
@@ -82,7 +80,7 @@ class EdgeStore(Store):
         self.location = str(self.root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.disk = DiskSpace(self.root, min_free_mb * MB)
-        self._lock_file = _acquire_process_lock(self.root / ".lock")
+        self._lock_file = acquire_process_lock(self.root / ".lock")
         self._aliases = AliasFile(self.root / "aliases.json")
         self._shards: dict[str, qe.EdgeShard] = {}
         self._configs: dict[str, dict[str, Any]] = {}
@@ -125,7 +123,7 @@ class EdgeStore(Store):
         need = NEW_SHARD_BYTES + len(PAYLOAD_INDEXES) * INDEX_BYTES
         self.disk.require(need, f"create collection '{physical}'")
         with self._guard:
-            self._shards[physical] = _call(
+            self._shards[physical] = engine_call(
                 qe.EdgeShard.create, str(self._shard_dir(physical)), config
             )
             for field, kind in PAYLOAD_INDEXES.items():
@@ -150,14 +148,14 @@ class EdgeStore(Store):
             self._aliases.remove(name)
 
     def payload_indexes(self, physical: str) -> dict[str, str]:
-        schema = _call(self._shard(physical).info).payload_schema
+        schema = engine_call(self._shard(physical).info).payload_schema
         return {field: KIND.get(index.data_type, "other") for field, index in schema.items()}
 
     def create_payload_index(self, physical: str, field: str, kind: str) -> None:
         points = self._shard(physical).info().points_count
         self.disk.require(INDEX_BYTES + 64 * points, f"index '{field}' of '{physical}'")
         operation = qe.UpdateOperation.create_field_index(field, SCHEMA[kind])
-        _call(self._shard(physical).update, operation)
+        engine_call(self._shard(physical).update, operation)
 
     # --- points ------------------------------------------------------------------------------
 
@@ -165,27 +163,27 @@ class EdgeStore(Store):
         self.disk.require(points_bytes(points), f"write {len(points)} chunks to '{physical}'")
         edge_points = [qe.Point(p.id, point_vectors(p, sparse_vector), p.payload) for p in points]
         # one operation: one WAL record
-        _call(self._shard(physical).update, qe.UpdateOperation.upsert_points(edge_points))
+        engine_call(self._shard(physical).update, qe.UpdateOperation.upsert_points(edge_points))
 
     def _delete_ids(self, physical: str, ids: Sequence[str]) -> None:
         self.disk.require(SMALL_WRITE, f"delete from '{physical}'")
-        _call(self._shard(physical).update, qe.UpdateOperation.delete_points(list(ids)))
+        engine_call(self._shard(physical).update, qe.UpdateOperation.delete_points(list(ids)))
 
     def _delete_where(self, physical: str, selector: Selector) -> None:
         self.disk.require(SMALL_WRITE, f"delete from '{physical}'")
         operation = qe.UpdateOperation.delete_points_by_filter(selector_filter(selector))
-        _call(self._shard(physical).update, operation)
+        engine_call(self._shard(physical).update, operation)
 
     def _set_payload(self, physical: str, ids: Sequence[str], fields: Mapping[str, Any]) -> None:
         self.disk.require(SMALL_WRITE, f"label chunks of '{physical}'")
         present = [r.id for r in self._retrieve(physical, ids, with_dense=False)]
         if present:  # the engine refuses an id it does not have
             operation = qe.UpdateOperation.set_payload(engine_ids(present), dict(fields))
-            _call(self._shard(physical).update, operation)
+            engine_call(self._shard(physical).update, operation)
 
     def _retrieve(self, physical: str, ids: Sequence[str], with_dense: bool) -> list[Record]:
         with_vector = [self.physical_info(physical).dense_name] if with_dense else False
-        records = _call(self._shard(physical).retrieve, engine_ids(ids), True, with_vector)
+        records = engine_call(self._shard(physical).retrieve, engine_ids(ids), True, with_vector)
         return [record_from(r, with_dense) for r in records]
 
     def _scroll(self, physical: str, page: PageSpec) -> tuple[list[Record], str | None]:
@@ -196,20 +194,20 @@ class EdgeStore(Store):
             with_payload=payload_selector(page.fields),
             with_vector=[self.physical_info(physical).dense_name] if page.with_dense else False,
         )
-        records, next_offset = _call(self._shard(physical).scroll, request)
+        records, next_offset = engine_call(self._shard(physical).scroll, request)
         return [record_from(r, page.with_dense) for r in records], str_id(next_offset)
 
     def _export(
         self, physical: str, limit: int, offset: str | None
     ) -> tuple[ExportPage, str | None]:
         request = qe.ScrollRequest(offset=offset, limit=limit, with_payload=True, with_vector=True)
-        records, next_offset = _call(self._shard(physical).scroll, request)
+        records, next_offset = engine_call(self._shard(physical).scroll, request)
         dense_name = self.physical_info(physical).dense_name
         return ExportPage(records, dense_name), str_id(next_offset)
 
     def _count(self, physical: str, selector: Selector) -> int:
         request = qe.CountRequest(exact=True, filter=selector_filter(selector))
-        return _call(self._shard(physical).count, request)
+        return engine_call(self._shard(physical).count, request)
 
     def _facet(
         self, physical: str, key: str, selector: Selector, limit: int
@@ -217,7 +215,7 @@ class EdgeStore(Store):
         request = qe.FacetRequest(
             key=key, limit=limit, exact=True, filter=selector_filter(selector)
         )
-        return [(str(h.value), h.count) for h in _call(self._shard(physical).facet, request)]
+        return [(str(h.value), h.count) for h in engine_call(self._shard(physical).facet, request)]
 
     def _nearest(
         self, physical: str, query: QueryVector, spec: SearchSpec, info: CollectionInfo
@@ -231,7 +229,7 @@ class EdgeStore(Store):
             with_payload=payload_selector(spec.fields),
             with_vector=[info.dense_name] if spec.with_dense else False,
         )
-        points = _call(self._shard(physical).query, request)
+        points = engine_call(self._shard(physical).query, request)
         return [hit_from(p, spec.with_dense) for p in points]
 
     def _hybrid(self, physical: str, spec: SearchSpec, info: CollectionInfo) -> list[Hit]:
@@ -247,7 +245,7 @@ class EdgeStore(Store):
                 qe.QueryRequest(limit=side, query=sparse_q, filter=flt),
             ]
         )
-        dense_pts, sparse_pts = _call(self._shard(physical).query_batch, batch)
+        dense_pts, sparse_pts = engine_call(self._shard(physical).query_batch, batch)
         ids: dict[int, Any] = {}  # every candidate's engine id by its key (keyed_scores)
         dense, sparse = keyed_scores(dense_pts, ids), keyed_scores(sparse_pts, ids)
         missing = None
@@ -256,7 +254,7 @@ class EdgeStore(Store):
         top = fuse(dense, sparse, spec.fusion, spec.rrf_k, spec.weighting, missing)[: spec.limit]
         with_vector = [info.dense_name] if spec.with_dense else False  # for MMR
         wanted, payloads = [ids[key] for key, _ in top], payload_selector(spec.fields)
-        records = _call(self._shard(physical).retrieve, wanted, payloads, with_vector)
+        records = engine_call(self._shard(physical).retrieve, wanted, payloads, with_vector)
         found = {point_key(record.id): record for record in records}
         in_dense = {key for key, _ in dense}
         known = missing.cosines if missing is not None else {}
@@ -296,7 +294,9 @@ class EdgeStore(Store):
         ]
         if not requests:
             return Missing()
-        answers = iter(_call(self._shard(physical).query_batch, qe.QueryBatchRequest(requests)))
+        answers = iter(
+            engine_call(self._shard(physical).query_batch, qe.QueryBatchRequest(requests))
+        )
         cosines = dict(keyed_scores(next(answers), ids)) if bm25_only else {}
         bm25 = dict.fromkeys(dense_only, 0.0) | dict(
             keyed_scores(next(answers), ids) if dense_only else []
@@ -309,18 +309,20 @@ class EdgeStore(Store):
         more than the search)."""
         if not ids:
             return {}
-        return dict(keyed_scores(_call(self._shard(physical).query, among(query, ids, True)), {}))
+        return dict(
+            keyed_scores(engine_call(self._shard(physical).query, among(query, ids, True)), {})
+        )
 
     def optimize(self, physical: str) -> None:
         # an optimization may rewrite the shard's data into a new segment beside the old one
         need = allocated_bytes(self._shard_dir(physical)) + NEW_SHARD_BYTES
         self.disk.require(need, f"optimize '{physical}'")
-        _call(self._shard(physical).optimize)
+        engine_call(self._shard(physical).optimize)
 
     def copy_physical(self, physical: str, to: Path) -> None:
         """Flush the shard and copy its folder to `to`, a shard another process can open (a
         backup reads it there). The caller holds the collection's writes until it returns."""
-        _call(self._shard(physical).flush)
+        engine_call(self._shard(physical).flush)
         try:
             copy_aside(self._shard_dir(physical), to, self.disk.min_free)
         except OSError as exc:
@@ -343,7 +345,7 @@ class EdgeStore(Store):
                 shard.close()
             stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
             work = self.root / ".quarantine" / f"{physical}-{stamp}"
-            rebuilt, kept, dropped, replayed = _call(rebuild_shard, folder, work / "work")
+            rebuilt, kept, dropped, replayed = engine_call(rebuild_shard, folder, work / "work")
             os.rename(folder, work / physical)
             os.rename(rebuilt, folder)
             shutil.rmtree(work / "work", ignore_errors=True)
@@ -378,7 +380,9 @@ class EdgeStore(Store):
                         "embedded Qdrant", f"collection '{physical}' does not exist"
                     )
                 self.disk.require_to_open(self._shard_dir(physical), physical)
-                self._shards[physical] = _call(qe.EdgeShard.load, str(self._shard_dir(physical)))
+                self._shards[physical] = engine_call(
+                    qe.EdgeShard.load, str(self._shard_dir(physical))
+                )
             return self._shards[physical]
 
     def _config(self, physical: str) -> dict[str, Any]:
@@ -389,40 +393,3 @@ class EdgeStore(Store):
             except (OSError, ValueError) as exc:
                 raise StoreUnavailable("embedded Qdrant", f"cannot read {path}: {exc}") from exc
         return self._configs[physical]
-
-
-def _acquire_process_lock(path: Path):
-    handle = open(path, "a+")  # noqa: SIM115 - held open for the store's lifetime
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.seek(0)
-        owner = handle.read().strip() or "another process"
-        handle.close()
-        raise StoreLocked(
-            f"the embedded store {path.parent} is in use by {owner} (a running `rag-hub serve`?); "
-            "stop it, or make the change through its HTTP admin API (/v1/rag/*)"
-        ) from None
-    try:  # who holds the lock, for the message above; the flock alone is the lock
-        handle.seek(0)
-        handle.truncate()
-        handle.write(f"pid {os.getpid()}")
-        handle.flush()
-    except OSError as exc:
-        log.debug("cannot record the owner in %s: %s", path, exc.strerror)
-    return handle
-
-
-def _call(fn, *args):
-    try:
-        return fn(*args)
-    except (StoreUnavailable, StoreLocked, InsufficientStorage):
-        raise
-    except BaseException as exc:  # the engine raises plain Exception with its message, or panics
-        if not engine_failure(exc):
-            raise
-        if os.strerror(errno.ENOSPC) in str(exc):  # "No space left on device"
-            raise InsufficientStorage(f"the embedded store's disk is full: {exc}") from exc
-        if unreadable(str(exc)):
-            raise StoreCorrupted(str(exc)) from exc
-        raise StoreUnavailable("embedded Qdrant", str(exc)) from exc

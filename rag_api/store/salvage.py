@@ -11,22 +11,10 @@ from typing import Any
 import qdrant_edge as qe
 
 from rag_api.metadata import value_problem
+from rag_api.store.edge_failures import engine_failure
 
 BATCH = 256
 CONFIG_FILE = "edge_config.json"
-# how the engine words a payload or log entry it cannot decode
-_UNREADABLE = ("deserialize", "Payload storage is corrupted", "read WAL", "recursion limit")
-
-
-def engine_failure(exc: BaseException) -> bool:
-    """Whether the engine raised `exc`: an error, or a panic (pyo3 raises those as BaseException,
-    which would otherwise pass every `except Exception` up to the server and kill it)."""
-    return isinstance(exc, Exception) or type(exc).__name__ == "PanicException"
-
-
-def unreadable(message: str) -> bool:
-    """Whether an engine error says stored data cannot be decoded (rebuilding is the way out)."""
-    return any(sign in message for sign in _UNREADABLE)
 
 
 def rebuild_shard(folder: Path, work: Path) -> tuple[Path, int, list[str], bool]:
