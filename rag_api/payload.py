@@ -38,7 +38,7 @@ DOC_HASH = "doc_hash"  # kb-file chunks: the content hash of the whole file when
 FILE_CHUNKS = "file_chunks"
 PERSIST = "persist"  # API chunks: false = deleted at the next start or /reload
 DYNAMIC = "dynamic"  # API chunks: the pipeline's `dynamic` flag
-TITLE = "title"  # the document's title line (rag_api.indexing.chunking.title_line), BM25-indexed with each chunk
+TITLE = "title"  # the document's title (rag_api.indexing.ingest.document_titles), BM25-indexed with each chunk
 # the chunk's labels (rag_api.indexing.labels): what it is, how good it is, and why not better
 TYPE = "type"  # one of CHUNK_TYPES
 QUALITY = "quality"  # 0..1

@@ -82,7 +82,7 @@ def main() -> None:
             args.dataset, args.data_dir, max_queries=args.queries, max_docs=args.docs
         )
     if "furniture" in args.parts:
-        for kind in ("html", "pdf"):
+        for kind in args.kinds:
             furniture(kind, dataset, args)
     if "clean" in args.parts:
         for name in args.clean:
@@ -96,6 +96,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--parts", nargs="+", choices=["furniture", "clean", "cost"],
                         default=["furniture", "clean", "cost"])  # fmt: skip
     parser.add_argument("--dataset", default="scifact", help="the furniture and cost corpus")
+    parser.add_argument("--kinds", nargs="+", choices=["html", "pdf"], default=["html", "pdf"],
+                        help="furniture: the renderings indexed")  # fmt: skip
     parser.add_argument("--docs", type=int, default=1000, help="documents (relevant ones kept)")
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--clean", nargs="+", choices=sorted(CLEAN), default=sorted(CLEAN))
@@ -241,7 +243,7 @@ def furniture(kind: str, dataset: Dataset, args: argparse.Namespace) -> None:
                 f"\n{kind}: {len(own)} {dataset.name} documents, {report.stats.written} chunks "
                 f"indexed in {took:.0f} s; types {types}"
             )
-            print(f"{'labels':<8}{'nDCG@10':>9}{'boilerplate in top 5':>22}")
+            print(f"{'labels':<8}{'nDCG@10':>9}{'boilerplate in top 5':>26}")
             shares = {}
             for name, filters in (("off", OFF), ("on", {})):
                 score = ndcg(collection, dataset, filters, lambda p: p.source.rsplit(".", 1)[0])
@@ -251,9 +253,13 @@ def furniture(kind: str, dataset: Dataset, args: argparse.Namespace) -> None:
                     for p in ranked(collection, text, 5, filters)
                 ]
                 shares[name] = sum(context) / max(1, len(context))
-                print(f"{name:<8}{score:>9.4f}{shares[name]:>21.1%}")
-            ratio = shares["off"] / shares["on"] if shares["on"] else float("inf")
-            print(f"boilerplate in context: {ratio:.1f}x less with labels")
+                counted = f"{shares[name]:.2%} ({sum(context)} of {len(context)})"
+                print(f"{name:<8}{score:>9.4f}{counted:>26}")
+            if not shares["off"]:
+                print("boilerplate in context: none, labels off or on")
+            else:
+                ratio = shares["off"] / shares["on"] if shares["on"] else float("inf")
+                print(f"boilerplate in context: {ratio:.1f}x less with labels")
             if args.show:
                 show_left(collection, dataset, own, args.show)
 

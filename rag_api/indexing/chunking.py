@@ -28,7 +28,8 @@ from rag_api.metadata import MAX_DEPTH, InvalidMetadata, check_metadata, value_p
 # 2: plain text is cut at paragraphs first (an edit used to shift every later chunk boundary).
 # 3: a short lead paragraph (a title line) travels with the next one instead of standing alone.
 # 4: HTML and DOCX tables kept as rows, PDF cut per page, DOCX in document order.
-CHUNKER_VERSION = 4
+# 5: a PDF's page furniture chunked apart from its content, its title read from its first page.
+CHUNKER_VERSION = 5
 # Raising this re-indexes every file too: what BM25 encodes of a chunk and how (rag_api.store.bm25).
 # 2: k1 0.9 / b 0.5 (were 1.2 / 0.75), the document's title line counted with every chunk.
 SPARSE_VERSION = 2
@@ -55,6 +56,7 @@ class Chunk:
     source: str
     chunk_index: int
     metadata: dict[str, Any] = field(default_factory=dict)
+    title: str | None = None  # the document's title as its reader found it (else title_line)
 
 
 @dataclass(slots=True)
@@ -82,13 +84,15 @@ def read_chunks(
         return parse_jsonl(decode_text(data), source)
     scans = ScanReader(ocr_options)
     chunks: list[Chunk] = []
-    for section in _sections(kind, path, data, chunking.size, scans):
+    sections = _sections(kind, path, data, chunking.size, scans)
+    title = next((section.title for section in sections if section.title), None)
+    for section in sections:
         if section.whole:
             pieces = [section.text]
         else:
             pieces = split_text(section.text, chunking, markdown=section.markdown)
         for piece in pieces:
-            chunks.append(Chunk(piece, source, len(chunks), dict(section.metadata)))
+            chunks.append(Chunk(piece, source, len(chunks), dict(section.metadata), title))
     return ReadResult(chunks, scans.warnings)
 
 

@@ -136,14 +136,14 @@ def chunk_label(chunk: Chunk, language: str, census: Census | None) -> Label:
 
 
 def document_titles(chunks: Sequence[Chunk]) -> dict[str, str]:
-    """source -> its title line, for the sources (among `chunks`) that start with one."""
+    """source -> its title: the one its reader found, else its title line (title_line)."""
     by_source: dict[str, list[Chunk]] = {}
     for chunk in chunks:
         by_source.setdefault(chunk.source, []).append(chunk)
     titles = {}
     for source, own in by_source.items():
         ordered = sorted(own, key=lambda c: c.chunk_index)
-        if (title := title_line([c.text for c in ordered])) is not None:
+        if (title := ordered[0].title or title_line([c.text for c in ordered])) is not None:
             titles[source] = title
     return titles
 

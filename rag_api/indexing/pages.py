@@ -1,5 +1,7 @@
 """Paged formats: a PDF's pages (the text layer, or OCR where a page has none) and image files
-(OCR), one section per page with its number and, when OCR read it, `ocr` and `ocr_confidence`."""
+(OCR), sections with their page number and, when OCR read it, `ocr` and `ocr_confidence`. A PDF
+page's furniture is a section apart from its content (rag_api.indexing.layout), and the first
+section carries the document's title when its first page shows one."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rag_api.indexing import ocr
+from rag_api.indexing.layout import BODY_PAGES, collect_sizes, split_furniture, title_of
 from rag_api.indexing.ocr import OcrOptions
 from rag_api.indexing.readers import Section, UnreadableFile, _extra
 
@@ -22,9 +25,16 @@ def read_pdf(path: Path, scans: ScanReader | None = None) -> list[Section]:
     can. A PDF without any text (a scan nobody could read) is unreadable, not empty."""
     pypdf = _extra("pypdf", "PDF", "pdf")
     scans = scans or ScanReader(None)
+    runs: list[list[tuple[str, float]]] = []  # the first pages' text runs and their sizes
     try:
         pages = list(pypdf.PdfReader(str(path)).pages)
-        texts = [(page.extract_text() or "").strip() for page in pages]
+        texts = [
+            (
+                page.extract_text(visitor_text=collect_sizes(runs) if n < BODY_PAGES else None)
+                or ""
+            ).strip()
+            for n, page in enumerate(pages)
+        ]
     except Exception as exc:  # pypdf raises many kinds on damaged files
         raise UnreadableFile(f"unreadable PDF: {exc}") from exc
     found = {n: Section(t, {"page": n}, markdown=False) for n, t in enumerate(texts, 1) if t}
@@ -44,7 +54,19 @@ def read_pdf(path: Path, scans: ScanReader | None = None) -> list[Section]:
             f"no extractable text in {len(pages)} page(s): a scanned PDF without a text layer; "
             + why
         )
-    return [found[n] for n in sorted(found)]
+    return _with_furniture_apart([found[n] for n in sorted(found)], title_of(runs))
+
+
+def _with_furniture_apart(pages: list[Section], title: str | None) -> list[Section]:
+    """Each page as its content and then its furniture (running lines, page numbers, a table of
+    contents), sections of their own; the first carries the document's title."""
+    sections = []
+    split = split_furniture([page.text for page in pages], title)
+    for page, parts in zip(pages, split, strict=True):
+        sections += [Section(text, dict(page.metadata), markdown=False) for text in parts if text]
+    if sections:
+        sections[0].title = title
+    return sections
 
 
 def _page_images(page: Any) -> list[Any]:

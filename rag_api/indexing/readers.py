@@ -33,6 +33,7 @@ class Section:
     metadata: dict[str, Any] = field(default_factory=dict)
     markdown: bool = True
     whole: bool = False
+    title: str | None = None  # the document's title, where its layout shows one (a PDF's)
 
 
 def _extra(module: str, label: str, extra: str) -> Any:

@@ -43,13 +43,13 @@ _CODE_LINE = re.compile(
     r"private|#include|SELECT|INSERT|UPDATE|<\w+[ >/])\b|^\s*(?:[$>] )?\w[\w.]*\(.*\)\s*$"
 )
 # a table of contents line: a title, dot leaders (or wide spacing), a page number
-_TOC_LINE = re.compile(r"^(?:[-*+]\s+)?\S.{1,120}?(?:\s*\.{3,}\s*|\s*…+\s*|\s{2,}|\t)\d{1,4}$")
-_CONTENTS = re.compile(
+TOC_LINE = re.compile(r"^(?:[-*+]\s+)?\S.{1,120}?(?:\s*\.{3,}\s*|\s*…+\s*|\s{2,}|\t)\d{1,4}$")
+CONTENTS = re.compile(
     r"^#*\s*(table of contents|contents|índice|indice|contenido|sommario|indice dei contenuti)"
     r"\s*$",
     re.I,
 )
-_PAGE_MARK = re.compile(
+PAGE_MARK = re.compile(
     r"^(?:page|página|pagina|pag\.|p\.)?\s*\d{1,4}(?:\s*(?:of|de|di|/)\s*\d{1,4})?$", re.I
 )
 _LEGAL = re.compile(
@@ -132,11 +132,11 @@ def _is_furniture(lines: list[str], letters: int) -> bool:
     """A table of contents, page numbers and running marks, a cookie/legal notice or a
     navigation menu, recognised without the collection's help."""
     if len(lines) >= 3 and (
-        _share(lines, _TOC_LINE) >= 0.6
-        or (_CONTENTS.match(lines[0]) and _share(lines[1:], _TOC_LINE) >= 0.4)
+        _share(lines, TOC_LINE) >= 0.6
+        or (CONTENTS.match(lines[0]) and _share(lines[1:], TOC_LINE) >= 0.4)
     ):
         return True
-    if _share(lines, _PAGE_MARK) >= 0.6:
+    if _share(lines, PAGE_MARK) >= 0.6:
         return True
     legal = sum(len(_NON_LETTERS.sub("", line)) for line in lines if _is_notice(line))
     if legal >= 0.5 * letters:
