@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 
+from rag_api.embedding.batch_threads import MAX_NICE
 from rag_api.errors import RagError
 from rag_api.ops import backup_format as fmt
 from rag_api.store import PointData
@@ -84,9 +85,9 @@ def _lower(pid: int, nice: int) -> None:
     """Process `pid` `nice` levels down, and on Linux into the idle scheduling class: it then runs
     only on CPU time no request, batch or other process wants, and yields it at once when one
     does. Set by the server as soon as the child exists, before its imports take their second."""
-    try:  # never above the server: a nice value only goes up
+    try:
         current = os.getpriority(os.PRIO_PROCESS, pid)
-        os.setpriority(os.PRIO_PROCESS, pid, max(current, min(nice, 19)))
+        os.setpriority(os.PRIO_PROCESS, pid, min(MAX_NICE, current + max(nice, 0)))
         if hasattr(os, "SCHED_IDLE"):
             os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
     except OSError:

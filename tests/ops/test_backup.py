@@ -8,7 +8,9 @@ from __future__ import annotations
 import errno
 import gzip
 import json
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ from rag_api.errors import BackupInvalid, EmbedderMismatch, InsufficientStorage
 from rag_api.hub import Hub
 from rag_api.ops import backup_format as fmt
 from rag_api.ops.backup import take_backup
-from rag_api.ops.backup_writer import write_aside
+from rag_api.ops.backup_writer import _lower, write_aside
 from rag_api.ops.restore import restore_backup
 from rag_api.store import PointData, Selector
 from tests.conftest import hash_collection, write_config
@@ -248,6 +250,20 @@ def test_a_full_disk_in_the_writer_process_is_a_full_disk(tmp_path: Path) -> Non
 def _copy(folder: Path, to: Path) -> Path:
     shutil.copytree(folder, to)
     return to
+
+
+def test_the_writer_process_runs_batch_nice_levels_below_the_server() -> None:
+    # a server already niced (systemd's Nice=3) puts its writer 3 + RAG_BATCH_NICE down, capped
+    child = subprocess.Popen(["sleep", "30"], preexec_fn=lambda: os.nice(3))
+    try:
+        server = os.getpriority(os.PRIO_PROCESS, child.pid)  # 3, or more under a niced runner
+        _lower(child.pid, 4)
+        assert os.getpriority(os.PRIO_PROCESS, child.pid) == min(19, server + 4)
+        _lower(child.pid, 40)
+        assert os.getpriority(os.PRIO_PROCESS, child.pid) == 19
+    finally:
+        child.kill()
+        child.wait()
 
 
 @pytest.mark.parametrize("engine", ["edge"])
