@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -67,22 +66,21 @@ def split_furniture(pages: list[str], keep: str | None = None) -> list[tuple[str
     three ("Chapter 1" and "Chapter 2" atop two pages are headings). Lines of `keep` (the
     document's title) are content wherever they are."""
     lines = [page.splitlines() for page in pages]
-    edges: Counter[str] = Counter()
-    variants: dict[str, set[str]] = {}
-    for page in lines:
-        for line in {_spaced(page[index]) for index in _edges(page)}:
-            edges[_key(line)] += 1
-            variants.setdefault(_key(line), set()).add(line)
+    edges = [_edges(page) for page in lines]
+    seen: dict[str, list[str]] = {}  # a line's key -> the line as each page with it has it
+    for page, indexes in zip(lines, edges, strict=True):
+        for line in {_spaced(page[index]) for index in indexes}:
+            seen.setdefault(_key(line), []).append(line)
     running = {
         key
-        for key, n in edges.items()
-        if n >= (2 if len(variants[key]) == 1 else 3) and n * 2 >= len(lines)
+        for key, found in seen.items()
+        if len(found) >= (2 if len(set(found)) == 1 else 3) and len(found) * 2 >= len(lines)
     }
     kept = _spaced(keep or "")
     split = []
-    for page in lines:
+    for page, indexes in zip(lines, edges, strict=True):
         furniture = _contents(page)
-        for index in _edges(page):
+        for index in indexes:
             line = _spaced(page[index])
             if (_key(line) in running or PAGE_MARK.match(line)) and not (
                 kept and len(line) >= 4 and line in kept
