@@ -320,7 +320,7 @@ def load_config(path: Path | str) -> HubConfig:
 
 
 def config_from_text(text: str, path: Path) -> HubConfig:
-    """collections.yaml's text as the server loads it: what an edit (rag_api.ops.config_file)
+    """collections.yaml's text as the server loads it: what an edit (rag_api.ops.config.file)
     validates before writing is what the server reads after."""
     return parse_config(read_yaml(text, path), path)
 

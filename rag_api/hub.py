@@ -8,9 +8,9 @@ from typing import Any
 
 from rag_api.access.grant import allowed
 from rag_api.config import HubConfig, load_config
-from rag_api.embedding.embedders import EmbeddingRouter
+from rag_api.embedding.embedders import Embedders
 from rag_api.errors import CollectionDisabled, CollectionNotFound, RagError, StoreUnavailable
-from rag_api.llm.generators import GeneratorRouter
+from rag_api.llm.generators import Generators
 from rag_api.observability.request_context import note_collection
 from rag_api.points.collection import Collection
 from rag_api.search import rerank_server
@@ -30,11 +30,11 @@ class Hub:
         self.config = config
         self.store = store
         self.marker: OpenMarker | None = None  # set by open(): a hub built by hand keeps none
-        self.embeddings = EmbeddingRouter(settings)
-        self.generators = GeneratorRouter(settings)
+        self.embedders = Embedders(settings)
+        self.generators = Generators(settings)
         rerank_server.configure(settings.llm_failures, settings.llm_cooldown_s)
         self.collections = {
-            name: Collection(name, cfg, config.kb_path(name), store, self.embeddings)
+            name: Collection(name, cfg, config.kb_path(name), store, self.embedders)
             for name, cfg in config.collections.items()
         }
 
@@ -113,7 +113,7 @@ class Hub:
             "dim": cfg.embedder.dim,
             **{
                 k: v
-                for k, v in self.embeddings.where(cfg.embedder).view().items()
+                for k, v in self.embedders.where(cfg.embedder).view().items()
                 if k != "query_device"
             },
             "mode": cfg.retrieval.mode,
@@ -137,7 +137,7 @@ class Hub:
             if not collection.cfg.enabled:
                 continue
             try:
-                self.embeddings.probe(collection.cfg.embedder, name)
+                self.embedders.probe(collection.cfg.embedder, name)
                 rerank = collection.cfg.rerank
                 if rerank is not None and rerank.enabled and rerank.provider == "local":
                     load_cross_encoder(rerank.model, rerank.device)

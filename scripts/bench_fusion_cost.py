@@ -63,7 +63,7 @@ def main() -> None:
                 names = list(configs) if (i + round_) % 2 == 0 else list(configs)[::-1]
                 for name in names:
                     if embed:
-                        collection.embeddings.forget_queries()
+                        collection.embedders.forget_queries()
                     started = time.perf_counter()
                     search(collection, SearchRequest(text, settings=configs[name], vector=vector))
                     times[name].append(time.perf_counter() - started)

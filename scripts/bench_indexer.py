@@ -22,7 +22,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from indexer import Watcher
 from rag_api.config import ChunkingConfig, yaml_text
 from rag_api.hub import Hub
 from rag_api.indexing import kb
@@ -31,6 +30,7 @@ from rag_api.indexing.sync import stored_files, sync_collection
 from rag_api.points.collection import Collection
 from rag_api.search.retrieval import SearchRequest, search
 from rag_api.settings import Settings
+from rag_api.watcher import Watcher
 from scripts.evallib import latency_summary
 
 REPO = Path(__file__).resolve().parents[1]

@@ -63,7 +63,7 @@ def main() -> None:
         warm_started = time.perf_counter()
         hub = Hub.open(Settings(data_dir=Path(tmp) / "data"), parse_config(raw))
         collection = hub.collection("bench")
-        model = collection.embeddings.get(collection.cfg.embedder)
+        model = collection.embedders.get(collection.cfg.embedder)
         model.embed(["warm up the model and the tokenizer"] * 64)
         # one-time costs of a process, like the model load: llama-index and NLTK's sentence model
         split_text(

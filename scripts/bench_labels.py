@@ -234,8 +234,8 @@ def furniture(kind: str, dataset: Dataset, args: argparse.Namespace) -> None:
             started = time.perf_counter()
             report = sync_collection(collection)
             took = time.perf_counter() - started
-            collection.embeddings = CachedQueries(
-                collection.embeddings, args.cache_dir / "vectors", collection.cfg.embedder,
+            collection.embedders = CachedQueries(
+                collection.embedders, args.cache_dir / "vectors", collection.cfg.embedder,
                 list(dataset.queries.values()),
             )  # fmt: skip
             types = type_counts(collection)
@@ -291,8 +291,8 @@ def clean(name: str, args: argparse.Namespace) -> None:
             (kb / f"{safe(doc_id)}.txt").write_text(f"{doc.title}\n\n{doc.text}")
         with opened(root, entry(kb, dataset.language, MINILM)) as collection:
             report = sync_collection(collection)
-            collection.embeddings = CachedQueries(
-                collection.embeddings, args.cache_dir / "vectors", collection.cfg.embedder,
+            collection.embedders = CachedQueries(
+                collection.embedders, args.cache_dir / "vectors", collection.cfg.embedder,
                 list(dataset.queries.values()),
             )  # fmt: skip
             qualities = [

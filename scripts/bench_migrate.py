@@ -18,8 +18,8 @@ from rag_api.config import EmbedderConfig, yaml_text
 from rag_api.hub import Hub
 from rag_api.indexing.chunking import Chunk
 from rag_api.indexing.ingest import DocumentWrite, write_documents
-from rag_api.ops.copy import copy_points
-from rag_api.ops.migrate import plan_migration, run_migration
+from rag_api.ops.migrate.copy import copy_points
+from rag_api.ops.migrate.run import plan_migration, run_migration
 from rag_api.settings import Settings
 from rag_api.store import Selector
 

@@ -127,7 +127,7 @@ class Raw:
     def __init__(self, hub: Hub, copy_to: Path) -> None:
         """Takes the hub's model and a copy of its shard, then closes the hub."""
         collection = hub.collection("bench")
-        self.embed = raw_embed(collection.embeddings.get(collection.cfg.embedder))
+        self.embed = raw_embed(collection.embedders.get(collection.cfg.embedder))
         self.sparse = collection.sparse
         self.retrieval = collection.cfg.retrieval
         shard_dir = hub.settings.qdrant_path / collection.info(refresh=True).physical

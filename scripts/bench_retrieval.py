@@ -93,7 +93,7 @@ def main() -> None:
             f"fusion {args.fusion} (rrf_k {args.rrf_k}), candidates {args.candidates}, "
             f"depth {args.depth} chunks for R@100" + (", exact dense search" if args.exact else "")
         )
-        live = collection.embeddings
+        live = collection.embedders
         queries = list(dataset.queries.values())
         cached = CachedQueries(live, args.cache_dir / "vectors", collection.cfg.embedder, queries)
         rows = [
@@ -252,7 +252,7 @@ def run_mode(
     """
     top, deep, latencies = {}, {}, []
     shallow = collection.cfg.retrieval.candidates
-    collection.embeddings = cached
+    collection.embedders = cached
     try:
         for qid, text in dataset.queries.items():
             top[qid] = ranked_docs(
@@ -262,7 +262,7 @@ def run_mode(
                 search(collection, SearchRequest(text, top_k=args.depth, mode=mode))
             )
     finally:
-        collection.embeddings = live
+        collection.embedders = live
     for text in list(dataset.queries.values())[: args.latency_queries]:
         started = time.perf_counter()
         search(collection, SearchRequest(text, mode=mode))

@@ -223,7 +223,7 @@ def measure(hub: Hub, own: str, dataset: Dataset) -> dict[str, Any]:
 
 def timed(hub: Hub, call: Callable[[], T], seconds: list[float]) -> T:
     """`call()` from a cold query-vector cache, its duration appended to `seconds`."""
-    hub.embeddings.forget_queries()
+    hub.embedders.forget_queries()
     started = time.perf_counter()
     result = call()
     seconds.append(time.perf_counter() - started)

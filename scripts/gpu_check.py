@@ -42,7 +42,7 @@ sys.path.insert(0, str(REPO))
 from rag_api.config import EmbedderConfig  # noqa: E402
 from rag_api.embedding import devices  # noqa: E402
 from rag_api.embedding.device_model import DeviceEmbedder, on_device  # noqa: E402
-from rag_api.embedding.embedders import EmbeddingRouter  # noqa: E402
+from rag_api.embedding.embedders import Embedders  # noqa: E402
 from rag_api.settings import Settings  # noqa: E402
 
 CHUNK_CHARS = 512
@@ -108,7 +108,7 @@ def main() -> int:
     cfg = EmbedderConfig(
         provider="sentence-transformers", model=args.model, dim=args.dim, device="cpu"
     )
-    cpu = EmbeddingRouter(settings).get(cfg)  # the hub's CPU path: ONNX Runtime fp32
+    cpu = Embedders(settings).get(cfg)  # the hub's CPU path: ONNX Runtime fp32
     print(f"{len(chunks)} SciFact chunks, {len(queries)} queries, {args.model}; {devices.found()}")
     rows = [("CPU path", str(cpu.placement()), *run(cpu, chunks, queries))]
 
@@ -119,7 +119,7 @@ def main() -> int:
         return 0
     import torch
 
-    device = devices.resolve(args.device)
+    device = devices.concrete(args.device)
     cuda = device.startswith("cuda")  # --device cpu --precision fp16: this path on the CPU
     precision = devices.precision_for(device, args.precision)
     gpu_cfg = cfg.model_copy(update={"device": args.device, "precision": args.precision})

@@ -51,9 +51,11 @@ QUERY_EMBEDDERS = (
 QUERY_PREFIXES = "tests/embedding/test_query_vectors.py::test_two_prefixes_asking_the_same_text_get_their_own_vectors"
 METADATA = "tests/test_metadata.py::test_nan_and_infinity_are_refused"
 AUTH_OFF = "tests/kbadmin/test_admin_api.py::test_auth_off_opens_everything"
-MIGRATE_GATE = "tests/ops/test_migrate.py::test_writes_during_the_migration_are_carried_over"
+MIGRATE_GATE = (
+    "tests/ops/migrate/test_migrate.py::test_writes_during_the_migration_are_carried_over"
+)
 TWO_RECONCILES = "tests/indexing/test_sync.py::test_two_reconciles_at_once_embed_a_new_file_once"
-SAVE_BURST = "tests/indexer/test_watcher.py::test_save_burst_is_indexed_once_when_quiet"
+SAVE_BURST = "tests/watcher/test_watcher.py::test_save_burst_is_indexed_once_when_quiet"
 
 MUTANTS = [
     Mutant(
@@ -130,7 +132,7 @@ MUTANTS = [
     ),
     Mutant(
         "the watcher ignores its quiet period",
-        "indexer/watcher.py",
+        "rag_api/watcher/watcher.py",
         "CollectionState(collection, self.debounce_s)",
         "CollectionState(collection, 0.0)",
         (SAVE_BURST,),

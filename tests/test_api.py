@@ -111,7 +111,7 @@ def test_health_ready_and_collections(small: LiveServer) -> None:
         assert listed["off"]["enabled"] is False
 
 
-LOOSE = [  # (extra /query fields, the start of the message): JSON's own types (rag_api.bodies)
+LOOSE = [  # (extra /query fields, the start of the message): JSON's own types (rag_api.schema)
     ({"rerank": 1}, "rerank: must be true or false"),
     ({"generate": "no"}, "generate: must be true or false"),
     ({"stream": 0}, "stream: must be true or false"),

@@ -94,8 +94,8 @@ def test_a_dependency_taken_out_of_pyproject_is_reported() -> None:
     project["optional-dependencies"]["pdf"] = []
     missing = undeclared(project)
     assert set(missing) == {"starlette", "ruamel-yaml", "pypdf"}
-    assert "rag_api/ops/config_file.py" in missing["ruamel-yaml"]
-    assert missing["pypdf"] == {"rag_api/indexing/pages.py"}
+    assert "rag_api/ops/config/file.py" in missing["ruamel-yaml"]
+    assert missing["pypdf"] == {"rag_api/indexing/pdf.py"}
 
 
 def test_the_benchmark_only_packages_stay_out_of_the_runtime() -> None:

@@ -11,7 +11,7 @@ from rag_api.errors import LLMUnavailable
 from rag_api.llm.extractive import extractive_answer
 from rag_api.llm.generators import (
     Generation,
-    GeneratorRouter,
+    Generators,
     Messages,
     Options,
     Piece,
@@ -72,7 +72,7 @@ class AnswerStream:
 
 
 def answer(
-    generators: GeneratorRouter,
+    generators: Generators,
     collection: Collection,
     question: str,
     passages: Sequence[Passage],
@@ -121,7 +121,7 @@ def answer(
 
 
 def converse(
-    generators: GeneratorRouter,
+    generators: Generators,
     collection: Collection,
     messages: Messages,
     temperature: float | None = None,
@@ -152,7 +152,7 @@ def converse(
 
 
 def _generate(
-    generators: GeneratorRouter,
+    generators: Generators,
     collection: Collection,
     messages: Messages,
     temperature: float | None,

@@ -9,13 +9,13 @@ from typing import Annotated, Any
 from pydantic import ConfigDict, Field, field_validator
 
 from rag_api.answering.answer import answer
-from rag_api.bodies import Body
 from rag_api.config import ChunkType, Mode, check_metadata_keys
 from rag_api.hub import Hub
 from rag_api.metadata import MAX_KEYS, value_problem
 from rag_api.observability.metrics import observe_stages
 from rag_api.points.collection import Collection
 from rag_api.routing import RouteRequest, resolve, route_search
+from rag_api.schema import Body
 from rag_api.search.passage import Passage
 from rag_api.search.retrieval import SearchRequest, search
 

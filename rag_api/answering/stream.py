@@ -7,7 +7,7 @@ of the answer as the generator produces it), then `done` (`generator`, `model`, 
 The retrieval is the one the plain request makes (mode, top_k, threshold, filters, sources), so
 the passages shown are exactly those the answer used. The console's Ask page reads this.
 Retrieval runs before the response starts (its errors are the request's status); the answer
-starts with the first event, so the response is under way (keep-alive comments, rag_api.answering.sse)
+starts with the first event, so the response is under way (keep-alive comments, rag_api.http.sse)
 while the LLM's first token is awaited.
 """
 
@@ -19,8 +19,8 @@ from functools import partial
 from typing import Any
 
 from rag_api.answering.answer import AnswerStream, answer
+from rag_api.answering.frames import frame
 from rag_api.answering.query import QueryBody, retrieve
-from rag_api.answering.sse import frame
 from rag_api.errors import RagError
 from rag_api.hub import Hub
 from rag_api.observability.metrics import observe_stages

@@ -81,7 +81,7 @@ def restore(
 
     The collection it replaces is kept (`rag-hub migrate NAME --drop-old` deletes it).
     """
-    from rag_api.ops import backup_format
+    from rag_api.ops.backup import file_format as backup_format
 
     manifest = backup_format.read_manifest(backup)  # a wrong folder: said before asking
     names = list(collections) or sorted(manifest["collections"])
@@ -120,7 +120,8 @@ def _write_embedders(
 ) -> None:
     """collections.yaml takes the embedder of each collection restored with --with-config."""
     from rag_api.config import CollectionConfig
-    from rag_api.ops import backup_format, config_file
+    from rag_api.ops.backup import file_format as backup_format
+    from rag_api.ops.config import file as config_file
 
     for r in adopted:
         entry = manifest["collections"][r["source"]]

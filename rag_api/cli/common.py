@@ -35,7 +35,7 @@ def open_hub(settings: Settings) -> Iterator[Any]:
     admin API to use instead."""
     from rag_api.errors import StoreLocked
     from rag_api.hub import Hub
-    from rag_api.ops.listening import recorded_url
+    from rag_api.ops.server.listening import recorded_url
 
     try:
         hub = Hub.open(settings)

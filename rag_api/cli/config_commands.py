@@ -25,7 +25,7 @@ def config_check(settings: Settings, online: bool) -> None:
     Exit status 1 when a kb folder is missing, a local model is unknown or a dim is impossible.
     """
     from rag_api.config import load_config
-    from rag_api.ops.config_review import review
+    from rag_api.ops.config.review import review
 
     reviews = review(settings, load_config(settings.config), online)
     problems = 0

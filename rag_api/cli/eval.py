@@ -171,8 +171,8 @@ def render_tune(tuned: dict[str, Any]) -> str:
 
 def _write(settings: Settings, collection: str, tuned: dict[str, Any]) -> None:
     from rag_api.config import RetrievalConfig, load_config
-    from rag_api.ops import config_file
-    from rag_api.ops.listening import recorded_url
+    from rag_api.ops.config import file as config_file
+    from rag_api.ops.server.listening import recorded_url
 
     if tuned["refused"]:
         click.echo(f"not written: {tuned['refused']}", err=True)

@@ -75,7 +75,7 @@ def _index_one(hub: Hub, name: str, force: bool, prune: bool, quiet: bool) -> Sy
     kb_coll = hub.collection(name)
     if kb_coll.kb_path is None:
         return SyncReport(name)
-    hub.embeddings.check_dimension(kb_coll.cfg.embedder, name)
+    hub.embedders.check_dimension(kb_coll.cfg.embedder, name)
     max_bytes = hub.settings.max_file_bytes
     total = len(kb.scan(kb_coll.kb_path, max_bytes)[0])
     with tqdm(

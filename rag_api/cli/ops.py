@@ -15,14 +15,14 @@ from pydantic import ValidationError
 
 from rag_api.config import EmbedderConfig
 from rag_api.errors import ConfigError, RagError, StoreLocked
-from rag_api.ops.findings import FAILED, CheckReport, render_text
+from rag_api.ops.check.findings import FAILED, CheckReport, render_text
 from rag_api.providers import EMBEDDERS
 from rag_api.settings import Settings
 
 if TYPE_CHECKING:  # the store, the models and ruamel load only when a command runs
-    from rag_api.cli.remote import OpsClient
+    from rag_api.cli.ops_client import OpsClient
     from rag_api.ops.local import LocalOps
-    from rag_api.ops.migrate import MigrationPlan
+    from rag_api.ops.migrate.run import MigrationPlan
 
 log = logging.getLogger("rag_api.ops")
 
@@ -38,7 +38,7 @@ def store_owner(
     With `prefer_server`, a server that answers is used even when the store is not locked: a
     migration must switch the serving process's model together with the alias.
     """
-    from rag_api.cli.remote import OpsClient
+    from rag_api.cli.ops_client import OpsClient
     from rag_api.hub import Hub
     from rag_api.ops.local import LocalOps
 
@@ -172,8 +172,8 @@ def migrate(
 
 
 def _migrate(settings: Settings, body: dict[str, Any], yes: bool, dry_run: bool) -> None:
-    from rag_api.ops import config_file
-    from rag_api.ops.migrate import MigrationPlan
+    from rag_api.ops.config import file as config_file
+    from rag_api.ops.migrate.run import MigrationPlan
 
     problem = None if dry_run else config_file.writable_or_why(settings.config)
     if problem:

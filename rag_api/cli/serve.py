@@ -54,7 +54,7 @@ def watch(settings: Settings, debounce: float | None, rescan: float | None) -> N
     import signal
     import threading
 
-    from indexer import Watcher
+    from rag_api.watcher import Watcher
 
     apply_log_level(settings.log_level)
     stop = threading.Event()

@@ -30,8 +30,8 @@ from rag_api.embedding.devices import (
     Placement,
     agreement,
     announce,
+    concrete,
     precision_for,
-    resolve,
 )
 from rag_api.embedding.embedders import Embedder, SentenceTransformerEmbedder
 from rag_api.embedding.onnx_model import SAMPLES, onnx_embedder
@@ -80,7 +80,7 @@ class DeviceEmbedder(Embedder):
 def sentence_transformer_embedder(cfg: EmbedderConfig, settings: Settings) -> Embedder:
     """The model of `cfg` where its `device` and `precision` say (see the module docstring)."""
     what = f"embedder {cfg.id}"
-    device = resolve(cfg.device, what)  # cuda without one: a ConfigError naming what was found
+    device = concrete(cfg.device, what)  # cuda without one: a ConfigError naming what was found
     precision = precision_for(device, cfg.precision)
     cpu = onnx_embedder(cfg, settings) if cfg.resolved_runtime != "torch" else None
     if cpu is None:  # runtime torch, or a model ONNX cannot export

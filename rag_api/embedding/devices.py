@@ -85,7 +85,7 @@ def _cuda_count() -> int:
     return torch.cuda.device_count() if torch is not None and torch.cuda.is_available() else 0
 
 
-def resolve(requested: str, what: str = "model") -> str:
+def concrete(requested: str, what: str = "model") -> str:
     """The device `requested` names on this machine: auto takes a GPU when torch can use one;
     cuda, cuda:N and mps without one are a ConfigError naming the device and what was found."""
     if requested == "cpu":
@@ -114,7 +114,7 @@ def resolve(requested: str, what: str = "model") -> str:
 def problem(requested: str, what: str = "model") -> str | None:
     """Why `requested` cannot be used here (rag-hub config check), or None."""
     try:
-        resolve(requested, what)
+        concrete(requested, what)
     except ConfigError as exc:
         return exc.message
     return None
@@ -135,7 +135,7 @@ def planned(cfg: EmbedderConfig) -> Placement:
     if cfg.runtime == "onnx-int8":
         return Placement("cpu", "int8")
     try:
-        device = resolve(cfg.device)
+        device = concrete(cfg.device)
     except ConfigError:
         return Placement(f"{cfg.device} (not found)", None)
     return Placement(device, precision_for(device, cfg.precision))

@@ -213,7 +213,7 @@ class HashEmbedder(Embedder):
         return self.dim
 
 
-class EmbeddingRouter:
+class Embedders:
     """Picks (and caches) the embedder of each collection; applies its query/document prefixes."""
 
     def __init__(self, settings: Settings) -> None:

@@ -8,7 +8,6 @@ from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, model_validator
 
-from rag_api.bodies import Body
 from rag_api.config import Mode
 from rag_api.errors import InvalidRequest
 from rag_api.evaluation.generate import MAX_GENERATE, WARNING, draft
@@ -16,6 +15,7 @@ from rag_api.evaluation.questions import MAX_QUESTIONS, parse_rows
 from rag_api.evaluation.run import MODES, embed_all, families, label, run
 from rag_api.evaluation.tune import Tuner
 from rag_api.hub import Hub
+from rag_api.schema import Body
 
 
 class EvalBody(Body):

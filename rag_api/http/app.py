@@ -12,19 +12,19 @@ from fastapi_offline import FastAPIOffline
 
 from rag_api import version
 from rag_api.access.keyring import Keyring
-from rag_api.console import pages as console
+from rag_api.console import views as console
 from rag_api.http.endpoints import (
     admin,
     backups,
     collections,
     evaluation,
     health,
-    indexer,
     openai,
     ops,
     overview,
     query,
     uploads,
+    watcher,
 )
 from rag_api.http.error_responses import ERRORS, install_error_handlers
 from rag_api.http.hot_reads import HotReads
@@ -36,8 +36,8 @@ from rag_api.hub import Hub
 from rag_api.kbadmin.writes import drop_temporary
 from rag_api.llm.pool import GenerationPool
 from rag_api.openai_compat.stored import ResponseStore
-from rag_api.ops.listening import announce, withdraw
-from rag_api.ops.readiness import disk_problem
+from rag_api.ops.server.listening import announce, withdraw
+from rag_api.ops.server.readiness import disk_problem
 from rag_api.settings import Settings
 from rag_api.uploads.service import Uploads
 
@@ -69,7 +69,7 @@ def create_app(
                 log.warning("%s", low.message)
             record = announce(settings)  # CLI reads find this server by it
             if watch:
-                from indexer import Watcher
+                from rag_api.watcher import Watcher
 
                 app.state.watcher = await anyio.to_thread.run_sync(Watcher(opened).start)
             app.state.uploads = await anyio.to_thread.run_sync(Uploads(opened).start)
@@ -125,7 +125,7 @@ def create_app(
         openai.router,
         ops.router,
         backups.router,
-        indexer.router,
+        watcher.router,
         admin.router,
         uploads.router,
         evaluation.router,

@@ -7,13 +7,13 @@ from typing import Annotated, Any
 
 from fastapi import Depends, Request
 
-from indexer import Watcher
 from rag_api.errors import NotReady
 from rag_api.hub import Hub
 from rag_api.llm.pool import GenerationPool
 from rag_api.openai_compat.stored import ResponseStore
 from rag_api.settings import Settings
 from rag_api.uploads.service import Uploads
+from rag_api.watcher import Watcher
 
 
 async def get_settings(request: Request) -> Settings:

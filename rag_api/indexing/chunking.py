@@ -12,7 +12,7 @@ from typing import Any
 from rag_api.config import ChunkingConfig
 from rag_api.indexing import ocr
 from rag_api.indexing.ocr import OcrOptions
-from rag_api.indexing.pages import IMAGE_SUFFIXES, ScanReader, read_image, read_pdf
+from rag_api.indexing.pdf import IMAGE_SUFFIXES, ScanReader, read_image, read_pdf
 from rag_api.indexing.readers import (
     Section,
     UnreadableFile,
@@ -30,7 +30,7 @@ from rag_api.metadata import MAX_DEPTH, InvalidMetadata, check_metadata, value_p
 # 4: HTML and DOCX tables kept as rows, PDF cut per page, DOCX in document order.
 # 5: a PDF's page furniture chunked apart from its content, its title read from its first page.
 CHUNKER_VERSION = 5
-# Raising this re-indexes every file too: what BM25 encodes of a chunk and how (rag_api.store.bm25).
+# Raising this re-indexes every file too: what BM25 encodes of a chunk and how (rag_api.embedding.bm25).
 # 2: k1 0.9 / b 0.5 (were 1.2 / 0.75), the document's title line counted with every chunk.
 SPARSE_VERSION = 2
 TEXT_SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".txt": "text", ".text": "text"}
@@ -209,7 +209,7 @@ def title_line(chunks: list[str]) -> str | None:
     """A document's title: the first paragraph of its first chunk when that is one short line
     (a title line, a markdown heading) followed by more text (in the chunk or the next ones);
     None for a document that starts with its body. BM25 indexes it with every chunk
-    (rag_api.store.bm25.lexical_text)."""
+    (rag_api.embedding.bm25.lexical_text)."""
     if not chunks:
         return None
     lead, _, rest = chunks[0].strip().partition("\n\n")

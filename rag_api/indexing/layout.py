@@ -1,6 +1,6 @@
 """A PDF's layout, read from its text: the document's title (the text its first page sets
 largest) and each page's furniture apart from its content (running headers and footers, page
-numbers, a table of contents). rag_api.indexing.pages chunks the furniture on its own, so no chunk
+numbers, a table of contents). rag_api.indexing.pdf chunks the furniture on its own, so no chunk
 of content carries it and a title page is not hidden whole as boilerplate (rag_api.points.labels)
 for the contents list under its title.
 """

@@ -113,7 +113,7 @@ def ocr_options(
 ) -> OcrOptions:
     """How the collection's scanned pages and images are read: its `ocr` and language, each page
     bounded by RAG_OCR_PAGE_TIMEOUT_S, Tesseract at the indexing's priority (RAG_BATCH_NICE)."""
-    settings = collection.embeddings.settings
+    settings = collection.embedders.settings
     return OcrOptions(
         enabled=collection.cfg.ocr == "auto",
         language=collection.cfg.language,

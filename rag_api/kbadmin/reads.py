@@ -13,8 +13,8 @@ from typing import Any
 
 from rag_api.hub import Hub
 from rag_api.indexing import kb
-from rag_api.kbadmin.bodies import ChunkFilters, Context, Search
 from rag_api.kbadmin.chunks import API_CHUNKS, TEMPORARY, chunk_view, result_view, shown_score
+from rag_api.kbadmin.models import ChunkFilters, Context, Search
 from rag_api.llm.prompts import pack
 from rag_api.payload import CHUNK_TYPES, DYNAMIC, SOURCE, StoredChunk
 from rag_api.points.collection import Collection
@@ -38,7 +38,7 @@ def status(hub: Hub, collection: Collection) -> dict[str, Any]:
         "temporary_chunks": collection.count(TEMPORARY),
     }
     embedder = cfg.embedder
-    placement = hub.embeddings.where(embedder).view()
+    placement = hub.embedders.where(embedder).view()
     return {
         "enabled": True,
         "collection": collection.name,

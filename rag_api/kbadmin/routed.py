@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from rag_api.hub import Hub
-from rag_api.kbadmin.bodies import Context, Search
+from rag_api.kbadmin.models import Context, Search
 from rag_api.kbadmin.reads import context_body, search_body
 from rag_api.routing import RoutedOutcome, RouteRequest, route_search
 

@@ -15,7 +15,13 @@ from rag_api.hub import Hub
 from rag_api.indexing.chunking import Chunk, split_text
 from rag_api.indexing.ingest import DocumentWrite, write_documents
 from rag_api.indexing.sync import sync_collection
-from rag_api.kbadmin.bodies import (
+from rag_api.kbadmin.chunks import (
+    DYNAMIC_BASE,
+    TEMPORARY,
+    chunk_view,
+    find_chunk,
+)
+from rag_api.kbadmin.models import (
     CHUNK_MAX_CHARS,
     DOCUMENT_MAX_CHARS,
     ITEMS_MAX,
@@ -26,12 +32,6 @@ from rag_api.kbadmin.bodies import (
     UpdateChunk,
     UpsertDocument,
     check_size,
-)
-from rag_api.kbadmin.chunks import (
-    DYNAMIC_BASE,
-    TEMPORARY,
-    chunk_view,
-    find_chunk,
 )
 from rag_api.payload import (
     FROM_API,

@@ -22,9 +22,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rag_api.embedding.bm25 import SparseEncoder
 from rag_api.llm.prompts import Cited, pack
 from rag_api.llm.sentences import split_sentences
-from rag_api.store import SparseEncoder
 
 MAX_PASSAGES = 3  # passages whose sentences are candidates
 MAX_CANDIDATES = 40  # sentences scored at most, the best passages' first

@@ -123,7 +123,7 @@ class Generator(ABC):
         reached."""
 
 
-class GeneratorRouter:
+class Generators:
     """One generator per (provider, model, base URL, timeouts); one circuit breaker per upstream
     server (provider, base URL), shared by every collection and model it serves."""
 

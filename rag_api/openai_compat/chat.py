@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from rag_api.answering.sse import DONE, frame
+from rag_api.answering.frames import DONE, frame
 from rag_api.openai_compat.reply import Reply
 
 

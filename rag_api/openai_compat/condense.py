@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 
+from rag_api.embedding.bm25 import SparseEncoder
 from rag_api.openai_compat.conversation import Conversation
 from rag_api.points.collection import Collection
-from rag_api.store import SparseEncoder
 
 MAX_TERMS = 4
 _WORDS = re.compile(r"\w+")

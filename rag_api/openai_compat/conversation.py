@@ -14,8 +14,8 @@ from typing import Any
 
 from rag_api.errors import InvalidRequest
 from rag_api.llm.generators import Messages
-from rag_api.openai_compat.bodies import ChatMessage
 from rag_api.openai_compat.functions import tool_call
+from rag_api.openai_compat.models import ChatMessage
 
 TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
 SILENT_PARTS = frozenset(

@@ -12,8 +12,8 @@ from pydantic import Field, field_validator
 
 from rag_api.errors import InvalidRequest, PayloadTooLarge
 from rag_api.hub import Hub
-from rag_api.openai_compat.bodies import Lenient, ModelName
-from rag_api.openai_compat.models import find_model
+from rag_api.openai_compat.model_names import find_model
+from rag_api.openai_compat.models import Lenient, ModelName
 
 QUERY = ":query"
 MAX_INPUTS = 2048  # OpenAI's own limit on one request's inputs

@@ -1,73 +1,241 @@
-"""OpenAI models are collections: `model` names one (or `rag/<name>`); the router's name
-(`auto`) routes by the question (rag_api.routing); anything else (say `gpt-4o`, AnythingLLM's
-default) goes to default_collection, to `auto` with `unknown_model: auto`, or is a 404 with
-`unknown_model: error`. `<collection>:llm` is the collection's LLM without retrieval, for requests
-that are not questions to the knowledge base (Open WebUI's "Task Model")."""
+"""Request bodies of /v1/chat/completions and /v1/responses: the OpenAI fields the hub uses.
+
+Three kinds of fields (docs/openai.md lists them all):
+- honoured by the hub: model, messages / input / instructions, stream, stream_options, and on
+  Responses store and previous_response_id; and the hub's own `filters` (as /query takes them,
+  sent with the SDKs' `extra_body`);
+- forwarded to the LLM as sent: temperature, top_p, the token limit, stop, seed, the penalties,
+  tools / tool_choice / parallel_tool_calls and response_format / text.format (`options()`);
+- refused with a 400 naming the field, because the hub cannot do what they ask and an answer
+  without it would look like one with it: `n` > 1, logprobs, audio or image output.
+Anything else (user, metadata, service_tier, ...) is accepted and ignored, so AnythingLLM, Open
+WebUI and the SDKs work unchanged. Message contents are checked and flattened by
+`conversation`, which names the exact part that is wrong.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from rag_api.errors import RagError
-from rag_api.hub import Hub
-from rag_api.routing import Target, resolve
+from pydantic import ConfigDict, Field, field_validator
 
-PREFIX = "rag/"
-DIRECT = ":llm"  # `<collection>:llm`: the collection's LLM, no retrieval
+from rag_api.answering.query import Filters
+from rag_api.llm.generators import Options
+from rag_api.openai_compat.functions import chat_tool_choice, chat_tools
+from rag_api.schema import Body
+
+ModelName = Annotated[str, Field(min_length=1, max_length=256)]
+Temperature = Annotated[float, Field(ge=0.0, le=2.0)]
+TopP = Annotated[float, Field(ge=0.0, le=1.0)]
+Penalty = Annotated[float, Field(ge=-2.0, le=2.0)]
+TokenLimit = Annotated[int, Field(gt=0)]
+Seed = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
+NO_LOGPROBS = "is not supported: the hub's answers carry no token log probabilities"
 
 
-class ModelNotFound(RagError):
-    code = "MODEL_NOT_FOUND"
-    status = 404
+def _refused(reason: str) -> Any:
+    """A field validator that refuses any value but the ones that ask for nothing."""
+
+    def check(cls: type, value: Any) -> Any:
+        if value not in (None, False, 0, [], {}):
+            raise ValueError(reason)
+        return value
+
+    return classmethod(check)
 
 
-def target(hub: Hub, model: str) -> Target:
-    """Where requests for `model` go: its collection, `auto` (its name, or an unknown name with
-    `unknown_model: auto`), default_collection for an unknown name, or ModelNotFound."""
-    name = model.removeprefix(PREFIX)
-    explicit = model.startswith(PREFIX)
-    if name in hub.visible() or name == hub.config.router.name:
-        return resolve(hub, name)
-    if not explicit and hub.config.unknown_model == "auto":
-        return resolve(hub, hub.config.router.name)
-    if explicit or hub.config.unknown_model == "error":
-        names = ", ".join(models(hub)) or "none"
-        why = "" if explicit else " (unknown_model: error in collections.yaml)"
-        raise ModelNotFound(
-            f"The model '{model}' does not exist{why}: the models are the collections {names}, "
-            f"also reachable as {PREFIX}<name>",
-            param="model",
+class Lenient(Body):
+    model_config = ConfigDict(extra="ignore")
+
+
+class StreamOptions(Lenient):
+    include_usage: bool = False
+
+
+class ChatMessage(Lenient):
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: Any = None
+    tool_calls: list[dict[str, Any]] | None = None  # an assistant's calls, sent back unchanged
+    tool_call_id: str | None = None  # a tool result's call
+
+    @field_validator("content")
+    @classmethod
+    def _text_or_parts(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, str | list):
+            raise ValueError("must be a string or a list of content parts")
+        return value
+
+
+class Sampled(Lenient):
+    """The sampling fields both APIs share, forwarded to the LLM."""
+
+    temperature: Temperature | None = None
+    top_p: TopP | None = None
+    top_logprobs: Any = None
+
+    _no_top_logprobs = field_validator("top_logprobs")(_refused(NO_LOGPROBS))
+
+
+class Tooled(Sampled):
+    """Tools and structured output: forwarded to an LLM that takes them (docs/openai.md)."""
+
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: Any = None
+    parallel_tool_calls: bool | None = None
+
+    @field_validator("tool_choice")
+    @classmethod
+    def _known_choice(cls, value: Any) -> Any:
+        if value is None or value in ("auto", "none", "required") or isinstance(value, dict):
+            return value
+        raise ValueError("must be 'auto', 'none', 'required' or a named tool")
+
+
+class ChatRequest(Tooled):
+    model: ModelName
+    filters: Filters | None = None  # the hub's own, as /query takes them (SDKs: extra_body)
+    messages: Annotated[list[ChatMessage], Field(min_length=1)]
+    max_tokens: TokenLimit | None = None
+    max_completion_tokens: TokenLimit | None = None
+    stop: str | list[str] | None = None
+    seed: Seed | None = None
+    presence_penalty: Penalty | None = None
+    frequency_penalty: Penalty | None = None
+    stream: bool | None = False
+    stream_options: StreamOptions | None = None
+    n: int | None = None
+    logprobs: bool | None = None
+    modalities: list[str] | None = None
+    audio: Any = None
+    response_format: dict[str, Any] | None = None
+
+    @field_validator("response_format")
+    @classmethod
+    def _known_format(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None and value.get("type") not in ("text", "json_object", "json_schema"):
+            raise ValueError("type must be 'text', 'json_object' or 'json_schema'")
+        return value
+
+    _no_logprobs = field_validator("logprobs")(_refused(NO_LOGPROBS))
+    _no_audio = field_validator("audio")(
+        _refused("is not supported: the hub answers in text only (modalities: ['text'])")
+    )
+
+    @field_validator("stop", mode="before")
+    @classmethod
+    def _stop_sequences(cls, value: Any) -> Any:
+        """A string or up to 4 strings (OpenAI's limit), each 1 to 256 characters."""
+        if value is None:
+            return value
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+            raise ValueError("must be a string or a list of strings")
+        if len(items) > 4:
+            raise ValueError(f"takes at most 4 sequences, got {len(items)}")
+        if not all(0 < len(item) <= 256 for item in items):
+            raise ValueError("each sequence must be 1 to 256 characters")
+        return value
+
+    @field_validator("n")
+    @classmethod
+    def _one_answer(cls, value: int | None) -> int | None:
+        if value is not None and value != 1:
+            raise ValueError(f"must be 1, got {value}: the hub gives one answer per request")
+        return value
+
+    @field_validator("modalities")
+    @classmethod
+    def _text_only(cls, value: list[str] | None) -> list[str] | None:
+        other = sorted(set(value or ()) - {"text"})
+        if other:
+            raise ValueError(f"{other} is not supported: the hub answers in text only")
+        return value
+
+    @property
+    def token_limit(self) -> int | None:
+        return self.max_completion_tokens or self.max_tokens
+
+    def options(self) -> Options:
+        """What goes to the LLM besides temperature and the token limit."""
+        stop = (self.stop,) if isinstance(self.stop, str) else tuple(self.stop or ())
+        return Options(
+            top_p=self.top_p,
+            stop=stop,
+            seed=self.seed,
+            presence_penalty=self.presence_penalty,
+            frequency_penalty=self.frequency_penalty,
+            tools=tuple(self.tools or ()),
+            tool_choice=self.tool_choice,
+            parallel_tool_calls=self.parallel_tool_calls,
+            response_format=(
+                None
+                if self.response_format is None or self.response_format.get("type") == "text"
+                else self.response_format
+            ),
         )
-    return resolve(hub, None)
+
+    @property
+    def include_usage(self) -> bool:
+        return bool(self.stream_options and self.stream_options.include_usage)
 
 
-def find_model(hub: Hub, model: str) -> str:
-    """The enabled collection named `model` (or `rag/<name>`); a lookup never falls back."""
-    name = model.removeprefix(PREFIX)
-    if name not in models(hub):
-        raise ModelNotFound(f"The model '{model}' does not exist", param="model")
-    return name
+class ResponsesRequest(Tooled):
+    """Responses: `text.format` goes to the LLM as chat's response_format, function `tools` and
+    `tool_choice` in chat form (rag_api.openai_compat.functions); `store` keeps the response for
+    `previous_response_id` and GET /v1/responses/{id} (rag_api.openai_compat.stored)."""
 
+    model: ModelName
+    filters: Filters | None = None  # the hub's own, as /query takes them (SDKs: extra_body)
+    input: Any = Field(...)
+    instructions: str | None = None
+    stream: bool | None = False
+    max_output_tokens: TokenLimit | None = None
+    include: list[str] | None = None
+    text: dict[str, Any] | None = None
+    metadata: dict[str, str] | None = None
+    store: bool | None = True
+    previous_response_id: str | None = None
 
-def direct_collection(hub: Hub, model: str) -> str | None:
-    """The collection of `<collection>:llm` (or `rag/<collection>:llm`), if `model` is one."""
-    name = model.removeprefix(PREFIX)
-    base = name.removesuffix(DIRECT)
-    return base if base != name and base in hub.visible() else None
+    @field_validator("text")
+    @classmethod
+    def _known_format(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        kind = ((value or {}).get("format") or {}).get("type", "text")
+        if kind not in ("text", "json_object", "json_schema"):
+            raise ValueError("format.type must be 'text', 'json_object' or 'json_schema'")
+        return value
 
+    @property
+    def response_format(self) -> dict[str, Any] | None:
+        """`text.format` in chat's response_format form (None: plain text)."""
+        found = dict((self.text or {}).get("format") or {})
+        kind = found.pop("type", "text")
+        if kind == "text":
+            return None
+        if kind == "json_schema":
+            return {"type": "json_schema", "json_schema": found}
+        return {"type": kind}
 
-def models(hub: Hub) -> list[str]:
-    """The enabled collections, one model each, then `auto` when it has two to choose from, then
-    `<collection>:llm` for each collection answered by an LLM."""
-    names = [name for name in hub.visible() if hub.collections[name].cfg.enabled]
-    routable = [name for name in names if hub.collections[name].cfg.routing.enabled]
-    auto = [hub.config.router.name] if len(routable) >= 2 else []
-    llms = [n + DIRECT for n in names if hub.collections[n].cfg.llm.provider != "extractive"]
-    return names + auto + llms
+    @field_validator("input")
+    @classmethod
+    def _text_or_items(cls, value: Any) -> Any:
+        if not isinstance(value, str | list):
+            raise ValueError("must be a string or a list of messages")
+        return value
 
+    @field_validator("include")
+    @classmethod
+    def _no_token_details(cls, value: list[str] | None) -> list[str] | None:
+        if any("logprobs" in item for item in value or ()):
+            raise ValueError(f"{value} {NO_LOGPROBS}")
+        return value
 
-def model_card(hub: Hub, name: str) -> dict[str, Any]:
-    """A collection as an OpenAI model object."""
-    path = hub.config.path
-    created = int(path.stat().st_mtime) if path is not None and path.exists() else 0
-    return {"id": name, "object": "model", "created": created, "owned_by": "rag-hub"}
+    def options(self) -> Options:
+        """What goes to the LLM besides temperature and the token limit; InvalidRequest naming a
+        tool that is not a function."""
+        return Options(
+            top_p=self.top_p,
+            tools=chat_tools(self.tools),
+            tool_choice=chat_tool_choice(self.tool_choice),
+            parallel_tool_calls=self.parallel_tool_calls,
+            response_format=self.response_format,
+        )

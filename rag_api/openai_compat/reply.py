@@ -17,7 +17,7 @@ from rag_api.llm.generators import Options, Piece, ToolCallDelta
 from rag_api.llm.prompts import Cited, pack
 from rag_api.openai_compat.condense import retrieval_query
 from rag_api.openai_compat.conversation import Conversation
-from rag_api.openai_compat.models import direct_collection, target
+from rag_api.openai_compat.model_names import direct_collection, target
 from rag_api.openai_compat.tasks import TaskPrompt, task_prompt
 from rag_api.points.collection import Collection
 from rag_api.routing import RoutedOutcome, RouteRequest, route_search
@@ -33,7 +33,7 @@ class Reply:
 
     Retrieval is done when a Reply exists (its errors are the request's); the answer starts at the
     first use of `stream`, which waits for the LLM's first token: a stream's head and keep-alive
-    comments go out while it waits (rag_api.answering.sse)."""
+    comments go out while it waits (rag_api.http.sse)."""
 
     model: str  # as the client asked for it: echoed in every response
     collection: Collection

@@ -18,9 +18,9 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from rag_api.answering.sse import frame
+from rag_api.answering.frames import frame
 from rag_api.llm.generators import ToolCallDelta, Usage
-from rag_api.openai_compat.bodies import ResponsesRequest
+from rag_api.openai_compat.models import ResponsesRequest
 from rag_api.openai_compat.reply import Reply
 
 Event = tuple[str, dict[str, Any]]  # (type, fields)

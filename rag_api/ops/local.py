@@ -8,11 +8,11 @@ from typing import Any
 from rag_api.answering.query import QueryBody, run_query
 from rag_api.evaluation.request import EvalBody, run_eval
 from rag_api.hub import Hub
-from rag_api.ops.backup import take_backup
-from rag_api.ops.check import run_check
-from rag_api.ops.migrate import MigrateBody, drop_old, run_migration
-from rag_api.ops.progress import Bars
-from rag_api.ops.restore import restore_backup
+from rag_api.ops.backup.restore import restore_backup
+from rag_api.ops.backup.take import take_backup
+from rag_api.ops.check.run import run_check
+from rag_api.ops.migrate.progress import Bars
+from rag_api.ops.migrate.run import MigrateBody, drop_old, run_migration
 
 
 class LocalOps:

@@ -16,8 +16,9 @@ import numpy as np
 
 from rag_api import payload
 from rag_api.config import CollectionConfig, EmbedderConfig
+from rag_api.embedding.bm25 import SparseEncoder, sparse_encoder
 from rag_api.embedding.dims import offline_problem
-from rag_api.embedding.embedders import EmbeddingRouter
+from rag_api.embedding.embedders import Embedders
 from rag_api.errors import DimensionMismatch, EmbedderMismatch
 from rag_api.points import generations
 from rag_api.points.locks import ReadWriteLock
@@ -31,10 +32,8 @@ from rag_api.store import (
     Record,
     SearchSpec,
     Selector,
-    SparseEncoder,
     SparseVec,
     Store,
-    sparse_encoder,
 )
 
 log = logging.getLogger("rag_api.points.collection")
@@ -60,13 +59,13 @@ class Collection:
         cfg: CollectionConfig,
         kb_path: Path | None,
         store: Store,
-        embeddings: EmbeddingRouter,
+        embedders: Embedders,
     ) -> None:
         self.name = name
         self.cfg = cfg
         self.kb_path = kb_path
         self.store = store
-        self.embeddings = embeddings
+        self.embedders = embedders
         self._points_lock = ReadWriteLock()
         self._target_lock = ReadWriteLock()
         self.syncing = threading.RLock()  # one folder reconcile at a time (rag_api.indexing.sync)
@@ -160,11 +159,11 @@ class Collection:
         return cached[1]
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
-        return self.embeddings.documents(self.cfg.embedder, texts)
+        return self.embedders.documents(self.cfg.embedder, texts)
 
     def embed_query(self, text: str, embedder: EmbedderConfig | None = None) -> np.ndarray:
         """The query's vector by `embedder` (the one read with the collection's info), else ours."""
-        return self.embeddings.query(embedder or self.cfg.embedder, text)
+        return self.embedders.query(embedder or self.cfg.embedder, text)
 
     def _dimension_message(self, info: CollectionInfo) -> str:
         return (

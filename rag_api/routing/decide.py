@@ -12,7 +12,7 @@ CONFIDENT = 0.4
 MARGIN = 0.15
 
 
-def declared(probe: Probe) -> int:
+def keyword_hits(probe: Probe) -> int:
     """Keyword and entity matches (the description and the language are weak signals)."""
     return sum(s.startswith(("keyword:", "entity:")) for s in probe.signals)
 
@@ -24,7 +24,7 @@ def described(probe: Probe) -> int:
 
 def by_signals(probes: Sequence[Probe]) -> Probe | None:
     """The one candidate with strictly the most keyword/entity matches, if any has one."""
-    return _strictly_most(probes, declared)
+    return _strictly_most(probes, keyword_hits)
 
 
 def by_description(probes: Sequence[Probe]) -> Probe | None:
@@ -56,7 +56,7 @@ def strongest_first(probes: Sequence[Probe]) -> list[Probe]:
         key=lambda p: (
             -(p.score or 0.0),
             not speaks_the_question(p),
-            -declared(p),
+            -keyword_hits(p),
             -described(p),
             order[id(p)],
         ),

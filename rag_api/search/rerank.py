@@ -80,7 +80,7 @@ def describe_reranker(cfg: RerankConfig | None) -> dict[str, Any] | None:
     if cfg.provider == "http":
         circuit = rerank_server.breaker(cfg).describe()
         return {"provider": "http", "model": cfg.model, "circuit": circuit}
-    where = devices.resolve(cfg.device, f"rerank model '{cfg.model}'")
+    where = devices.concrete(cfg.device, f"rerank model '{cfg.model}'")
     return {"provider": "local", "model": cfg.model, "device": where, "precision": "fp32"}
 
 
@@ -88,7 +88,7 @@ def describe_reranker(cfg: RerankConfig | None) -> dict[str, Any] | None:
 def load_cross_encoder(model: str, device: str = "auto"):
     """The sentence-transformers CrossEncoder at a local path or cached name, loaded once, on
     `device` (auto: a GPU when torch can use one; cuda without one is a ConfigError)."""
-    where = devices.resolve(device, f"rerank model '{model}'")
+    where = devices.concrete(device, f"rerank model '{model}'")
     prepare_offline_models()
     from sentence_transformers import CrossEncoder
 

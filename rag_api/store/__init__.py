@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from rag_api.settings import Settings
 from rag_api.store.base import Store, physical_name, search_plan, search_sides, version_of
-from rag_api.store.bm25 import SparseEncoder, sparse_encoder
 from rag_api.store.types import (
     CollectionInfo,
     Hit,
@@ -25,14 +24,12 @@ __all__ = [
     "Record",
     "SearchSpec",
     "Selector",
-    "SparseEncoder",
     "SparseVec",
     "Store",
     "open_store",
     "physical_name",
     "search_plan",
     "search_sides",
-    "sparse_encoder",
     "version_of",
 ]
 

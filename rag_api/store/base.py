@@ -67,7 +67,7 @@ class Store(ABC):
     # --- collections and aliases -------------------------------------------------------------
 
     @abstractmethod
-    def resolve(self, name: str) -> str | None:
+    def alias_target(self, name: str) -> str | None:
         """Physical collection a hub name points to (its alias, or a collection of that very name)."""
 
     @abstractmethod
@@ -100,7 +100,7 @@ class Store(ABC):
 
     def info(self, name: str) -> CollectionInfo | None:
         """What the store holds behind a hub name, or None if nothing."""
-        physical = self.resolve(name)
+        physical = self.alias_target(name)
         if physical is None:
             return None
         info = self.physical_info(physical)

@@ -88,7 +88,7 @@ class EdgeStore(Store):
 
     # --- collections and aliases -------------------------------------------------------------
 
-    def resolve(self, name: str) -> str | None:
+    def alias_target(self, name: str) -> str | None:
         physical = self._aliases.read().get(name)
         if physical is not None:
             return physical

@@ -84,7 +84,7 @@ class RemoteStore(Store):
 
     # --- collections and aliases -------------------------------------------------------------
 
-    def resolve(self, name: str) -> str | None:
+    def alias_target(self, name: str) -> str | None:
         physical = self.aliases().get(name)
         if physical is not None:
             return physical

@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from rag_api.errors import QueueFull, RagError, UpstreamUnavailable
 from rag_api.hub import Hub
 from rag_api.indexing.sync import file_scope, sync_collection
+from rag_api.uploads.file_status import FileFailures
 from rag_api.uploads.jobs import Job, JobBook, JobFile
-from rag_api.uploads.state import FileFailures
 
 log = logging.getLogger("rag_api.uploads")
 RETRY_AFTER_DEFAULT_S = 5

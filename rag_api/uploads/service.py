@@ -10,11 +10,11 @@ from typing import Any
 from rag_api.errors import FileNotFound
 from rag_api.hub import Hub
 from rag_api.indexing.sync import SyncReport, file_scope, remove_files
+from rag_api.uploads.file_status import HashCache, list_files
 from rag_api.uploads.indexing import IndexQueue
 from rag_api.uploads.intake import Incoming, kb_root, plan, write
 from rag_api.uploads.jobs import JobBook
 from rag_api.uploads.names import existing_file
-from rag_api.uploads.state import HashCache, list_files
 
 log = logging.getLogger("rag_api.uploads")
 

@@ -15,7 +15,7 @@ import pytest
 from rag_api.answering.answer import AnswerStream, answer
 from rag_api.config import LLMConfig
 from rag_api.hub import Hub
-from rag_api.llm.generators import GeneratorRouter
+from rag_api.llm.generators import Generators
 from rag_api.search.retrieval import Passage
 from tests.conftest import hash_collection, wait_for, write_config
 from tests.support.fakes import FakeOllama, FakeOpenAI
@@ -138,7 +138,7 @@ def test_a_probe_after_the_cooldown_closes_the_circuit_when_the_upstream_is_back
 
 
 def test_the_breaker_is_per_server_and_its_name_hides_credentials(make_settings, tmp_path) -> None:
-    router = GeneratorRouter(make_settings(tmp_path / "unused.yaml"))
+    router = Generators(make_settings(tmp_path / "unused.yaml"))
     one, other = (
         LLMConfig(provider="openai", model=m, base_url="http://u:s3cret@llm:8080/v1")
         for m in ("a", "b")

@@ -14,11 +14,11 @@ from pydantic import ValidationError
 from rag_api.config import EmbedderConfig, RerankConfig, load_config
 from rag_api.embedding import devices
 from rag_api.embedding.device_model import DeviceEmbedder, on_device
-from rag_api.embedding.embedders import EmbeddingRouter
+from rag_api.embedding.embedders import Embedders
 from rag_api.embedding.onnx_model import SAMPLES
 from rag_api.errors import ConfigError
 from rag_api.kbadmin.reads import status
-from rag_api.ops.config_review import review
+from rag_api.ops.config.review import review
 from rag_api.settings import Settings
 from tests.conftest import hash_collection, minilm_collection, run_cli, write_config
 
@@ -38,10 +38,10 @@ def minilm_on(device: str, **overrides) -> dict:
 
 
 def test_auto_resolves_to_the_cpu_here_and_says_so(caplog: pytest.LogCaptureFixture) -> None:
-    assert devices.resolve("auto") == "cpu" and devices.precision_for("cpu", "auto") == "fp32"
+    assert devices.concrete("auto") == "cpu" and devices.precision_for("cpu", "auto") == "fp32"
     assert "no CUDA device" in devices.found() or "not installed" in devices.found()
     with caplog.at_level(logging.INFO, logger="rag_api.devices"):
-        embedder = EmbeddingRouter(Settings()).get(MINILM)
+        embedder = Embedders(Settings()).get(MINILM)
     assert embedder.placement() == devices.Placement("cpu", "fp32")
     lines = [r.getMessage() for r in caplog.records if r.name == "rag_api.devices"]
     assert len(lines) == 1 and "runs on cpu" in lines[0] and "device auto" in lines[0]
@@ -52,11 +52,11 @@ def test_auto_resolves_to_the_cpu_here_and_says_so(caplog: pytest.LogCaptureFixt
 def test_a_gpu_that_is_not_here_is_refused_naming_it_and_what_was_found(device: str) -> None:
     cfg = MINILM.model_copy(update={"device": device})
     with pytest.raises(ConfigError) as refused:
-        EmbeddingRouter(Settings()).get(cfg)
+        Embedders(Settings()).get(cfg)
     message = refused.value.message
     assert f"device {device}, but" in message and devices.found() in message
     with pytest.raises(ConfigError, match=f"device {device}"):
-        devices.resolve(device, "rerank model 'x'")
+        devices.concrete(device, "rerank model 'x'")
 
 
 def test_config_check_refuses_cuda_and_notes_auto(tmp_path) -> None:
@@ -106,7 +106,7 @@ def test_a_precision_within_the_bound_shares_the_identity() -> None:
     identity, and vectors stored by one path are found by the other's queries."""
     fp16 = MINILM.model_copy(update={"device": "cpu", "precision": "fp16"})
     assert fp16.id == MINILM.id
-    r = EmbeddingRouter(Settings())
+    r = Embedders(Settings())
     embedder = r.get(fp16)
     assert isinstance(embedder, DeviceEmbedder)
     assert embedder.bulk.precision == "fp16" and embedder.cosine >= devices.SHARED_COSINE
@@ -124,7 +124,7 @@ def test_a_precision_beyond_the_bound_is_another_identity() -> None:
     beyond the bound: a precision named in the config is refused, auto falls back to the CPU
     path with a warning."""
     settings = Settings()
-    r = EmbeddingRouter(settings)
+    r = Embedders(settings)
     int8_cfg = MINILM.model_copy(update={"runtime": "onnx-int8"})
     assert int8_cfg.id != MINILM.id  # a migration, not a setting
     int8 = r.get(int8_cfg)

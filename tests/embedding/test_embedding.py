@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from rag_api.config import EmbedderConfig
-from rag_api.embedding.embedders import EmbeddingRouter
+from rag_api.embedding.embedders import Embedders
 from rag_api.errors import ConfigError, EmbedderUnavailable
 from rag_api.settings import Settings
 from tests.support.fakes import FakeOllama, FakeOpenAI
@@ -17,8 +17,8 @@ MINILM = EmbedderConfig(provider="sentence-transformers", model="all-MiniLM-L6-v
 MINILM_TORCH = MINILM.model_copy(update={"runtime": "torch"})  # the torch path itself
 
 
-def router(**settings) -> EmbeddingRouter:
-    return EmbeddingRouter(Settings(**settings))
+def router(**settings) -> Embedders:
+    return Embedders(Settings(**settings))
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:

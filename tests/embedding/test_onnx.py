@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from rag_api.config import EmbedderConfig
-from rag_api.embedding.embedders import EmbeddingRouter, load_sentence_transformer
+from rag_api.embedding.embedders import Embedders, load_sentence_transformer
 from rag_api.embedding.onnx_model import (
     CALL_CHARS,
     FP32_FILE,
@@ -24,7 +24,7 @@ from rag_api.embedding.onnx_model import (
 )
 from rag_api.errors import EmbedderMismatch
 from rag_api.indexing.sync import sync_collection
-from rag_api.ops.check import run_check
+from rag_api.ops.check.run import run_check
 from rag_api.search.retrieval import SearchRequest, search
 from rag_api.settings import Settings
 from tests.conftest import minilm_collection, write_config
@@ -96,12 +96,12 @@ def test_int8_stays_close_to_fp32(cache: Path) -> None:
 def test_router_serves_the_bundled_model_on_onnx_by_default(tmp_path: Path) -> None:
     cfg = EmbedderConfig(provider="sentence-transformers", model="all-MiniLM-L6-v2", dim=384)
     assert cfg.runtime is None and cfg.resolved_runtime == "onnx"
-    router = EmbeddingRouter(Settings(data_dir=tmp_path, model_cache=None))
+    router = Embedders(Settings(data_dir=tmp_path, model_cache=None))
     embedder = router.get(cfg)
     assert isinstance(embedder, OnnxEmbedder) and embedder.runtime == "onnx"
     assert embedder.batch_size is None  # calls cut by CALL_CHARS; a batch_size in config holds
     explicit = EmbedderConfig(**cfg.model_dump(exclude={"runtime"}) | {"batch_size": 32})
-    fresh = EmbeddingRouter(Settings(data_dir=tmp_path, model_cache=None))
+    fresh = Embedders(Settings(data_dir=tmp_path, model_cache=None))
     assert fresh.get(explicit).batch_size == 32
     assert (tmp_path / "models").is_dir()  # the cache lives under RAG_DATA_DIR by default
     torch_cfg = cfg.model_copy(update={"runtime": "torch"})

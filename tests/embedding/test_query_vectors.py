@@ -6,14 +6,14 @@ from __future__ import annotations
 import numpy as np
 
 from rag_api.config import EmbedderConfig
-from rag_api.embedding.embedders import EmbeddingRouter
+from rag_api.embedding.embedders import Embedders
 from rag_api.settings import Settings
 
 QUESTION = "how many days for a refund"
 
 
 def test_two_embedders_asking_the_same_text_get_their_own_vectors() -> None:
-    router = EmbeddingRouter(Settings())
+    router = Embedders(Settings())
     first = EmbedderConfig(provider="hash", model="h1", dim=64)
     second = EmbedderConfig(provider="hash", model="h2", dim=64)
     a = router.query(first, QUESTION)
@@ -25,7 +25,7 @@ def test_two_embedders_asking_the_same_text_get_their_own_vectors() -> None:
 
 
 def test_two_prefixes_asking_the_same_text_get_their_own_vectors() -> None:
-    router = EmbeddingRouter(Settings())
+    router = Embedders(Settings())
     plain = EmbedderConfig(provider="hash", model="h", dim=64)
     prefixed = plain.model_copy(update={"query_prefix": "query: "})
     a = router.query(plain, QUESTION)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rag_api.hub import Hub
 from rag_api.indexing.sync import sync_collection
-from rag_api.ops.check import run_check
+from rag_api.ops.check.run import run_check
 from tests.conftest import hash_collection, run_cli, write_config
 from tests.evaluation.world import code_questions, write_codes_kb
 

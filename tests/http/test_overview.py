@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rag_api.indexing.sync import sync_collection
-from rag_api.ops.migrate import exclusive
+from rag_api.ops.migrate.run import exclusive
 from tests.conftest import assert_error_shape, hash_collection, wait_for, write_config
 
 READER, ADMIN = "reader-secret", "admin-secret"
@@ -69,7 +69,7 @@ def test_overview_gathers_each_collections_state(tmp_path: Path, make_settings, 
     assert migration == {"running": False, "pending": "docs__v2"}
 
     assert rows["docs"]["last_backup"] is None
-    from rag_api.ops.backup import take_backup
+    from rag_api.ops.backup.take import take_backup
 
     taken = take_backup(server.hub, ["docs"])
     rows = by_name(reader.get("/v1/overview").json())

@@ -1,4 +1,4 @@
-"""Every JSON body the app takes derives from rag_api.bodies.Body, so its booleans and numbers are
+"""Every JSON body the app takes derives from rag_api.schema.Body, so its booleans and numbers are
 JSON's own types; query-string models stay lax (the HTTP tables: tests/kbadmin, tests/test_api.py,
 tests/openai_compat/test_openai_errors.py)."""
 
@@ -8,9 +8,9 @@ import pytest
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 
-from rag_api.bodies import Body, field_kind
 from rag_api.http.app import create_app
-from rag_api.kbadmin.bodies import ChunkFilters, ListChunks
+from rag_api.kbadmin.models import ChunkFilters, ListChunks
+from rag_api.schema import Body, field_kind
 from rag_api.settings import Settings
 
 

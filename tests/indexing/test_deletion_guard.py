@@ -14,7 +14,7 @@ from rag_api.indexing.sync import (
     stored_files,
     sync_collection,
 )
-from rag_api.ops.check import run_check
+from rag_api.ops.check.run import run_check
 from tests.conftest import assert_error_shape, hash_collection, run_cli, write_config
 
 

@@ -17,7 +17,7 @@ from rag_api.hub import Hub
 from rag_api.indexing.chunking import UnreadableFile, read_chunks
 from rag_api.indexing.readers import html_to_text
 from rag_api.indexing.sync import sync_collection
-from rag_api.ops.check import run_check
+from rag_api.ops.check.run import run_check
 from rag_api.search.retrieval import SearchRequest, search
 from tests.conftest import hash_collection, write_config
 

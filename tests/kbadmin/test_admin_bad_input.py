@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rag_api.kbadmin.bodies import CHUNK_MAX_CHARS, DOCUMENT_MAX_CHARS, ITEMS_MAX
+from rag_api.kbadmin.models import CHUNK_MAX_CHARS, DOCUMENT_MAX_CHARS, ITEMS_MAX
 from tests.conftest import LiveServer, assert_error_shape, hash_collection, write_config
 from tests.kbadmin.conftest import DOC, nested, rag
 
@@ -60,7 +60,7 @@ def test_limits_answer_413(tmp_path: Path, make_settings, serve) -> None:
         ("/chunks/list", {"limit": 0}, "limit"),
         ("/chunks/list", {"metadata": {"bad key": 1}}, "metadata"),
         ("/reload", {"force_rebuild": "sometimes"}, "force_rebuild"),
-        # booleans are JSON's (or "true"/"false"), numbers never booleans or strings (rag_api.bodies)
+        # booleans are JSON's (or "true"/"false"), numbers never booleans or strings (rag_api.schema)
         ("/add/document", {"text": "x", "dynamic": 0}, "dynamic: must be true or false"),
         ("/add/document", {"text": "x", "dynamic": "no"}, "dynamic: must be true or false"),
         ("/add/document", {"text": "x", "persist": "yes"}, "persist: must be true or false"),

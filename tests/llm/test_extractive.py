@@ -7,10 +7,10 @@ import re
 
 import pytest
 
+from rag_api.embedding.bm25 import sparse_encoder
 from rag_api.llm.extractive import extractive_answer, select
 from rag_api.llm.sentences import plain, split_sentences
 from rag_api.search.passage import Passage
-from rag_api.store import sparse_encoder
 from tests.conftest import REPO
 
 FAQ = (REPO / "kb" / "docs" / "product-faq.md").read_text(encoding="utf-8")

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from rag_api.answering.answer import answer, select_context
+from rag_api.embedding.bm25 import sparse_encoder
 from rag_api.hub import Hub
 from rag_api.llm.extractive import extractive_answer
 from rag_api.llm.generators import ThinkFilter, pieces
 from rag_api.points.collection import Collection
 from rag_api.search.passage import Passage
-from rag_api.store import sparse_encoder
 from tests.conftest import hash_collection, write_config
 from tests.support.fakes import FakeOllama, FakeOpenAI
 

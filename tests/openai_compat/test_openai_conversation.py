@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from rag_api.embedding.bm25 import sparse_encoder
 from rag_api.errors import InvalidRequest
-from rag_api.openai_compat.bodies import ChatMessage
 from rag_api.openai_compat.condense import is_follow_up
 from rag_api.openai_compat.conversation import from_chat, from_responses
+from rag_api.openai_compat.models import ChatMessage
 from rag_api.openai_compat.reply import citations_footer
 from rag_api.search.passage import Passage
-from rag_api.store import sparse_encoder
 
 
 def messages(*pairs: tuple[str, object]) -> list[ChatMessage]:

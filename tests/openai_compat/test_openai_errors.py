@@ -79,7 +79,7 @@ MALFORMED = [
         "less than or equal to 2",
     ),
     ("chat/completions", {"model": "docs", "messages": ask("hi"), "n": 2}, "n", "must be 1"),
-    # booleans are JSON's (or "true"/"false"), numbers never booleans or strings (rag_api.bodies)
+    # booleans are JSON's (or "true"/"false"), numbers never booleans or strings (rag_api.schema)
     (
         "chat/completions",
         {"model": "docs", "messages": ask("hi"), "stream": "yes"},

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rag_api.hub import Hub
 from rag_api.indexing.sync import sync_collection
-from rag_api.ops.listening import RECORD
+from rag_api.ops.server.listening import RECORD
 from tests.conftest import hash_collection, run_cli, write_config
 
 READER, ADMIN = "reader-secret", "admin-secret"

@@ -15,7 +15,7 @@ import pytest
 
 from rag_api.errors import MigrationInProgress
 from rag_api.http.endpoints import ops
-from rag_api.ops.migrate import MigrateBody
+from rag_api.ops.migrate.run import MigrateBody
 from tests.conftest import (
     REPO,
     assert_error_shape,
@@ -101,7 +101,7 @@ def test_migration_inside_the_serving_process(tmp_path, make_settings, serve) ->
             )
             before = answers(admin)  # what the old collection answers, the write included
             wait_for(lambda: len(loop.statuses) > 20)
-            assert server.hub.store.resolve("docs") == "docs__v1"
+            assert server.hub.store.alias_target("docs") == "docs__v1"
         finally:
             upstream.gate.set()
             out, err = migrate.communicate(timeout=120)
@@ -128,7 +128,7 @@ def test_migration_inside_the_serving_process(tmp_path, make_settings, serve) ->
 
     rollback = run_cli("migrate", "docs", "--rollback", "--yes", env=env)  # server-side again
     assert rollback.returncode == 0, rollback.stdout + rollback.stderr
-    assert server.hub.store.resolve("docs") == "docs__v1"
+    assert server.hub.store.alias_target("docs") == "docs__v1"
     assert answers(admin) == before
     assert "provider: hash" in config.read_text()
 

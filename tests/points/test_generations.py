@@ -14,8 +14,8 @@ import pytest
 from rag_api.hub import Hub
 from rag_api.indexing.sync import sync_collection
 from rag_api.kbadmin import writes
-from rag_api.kbadmin.bodies import AddChunks, UpdateChunk, UpsertDocument
-from rag_api.ops.check import run_check
+from rag_api.kbadmin.models import AddChunks, UpdateChunk, UpsertDocument
+from rag_api.ops.check.run import run_check
 from rag_api.payload import GEN
 from rag_api.points.generations import find_torn
 from rag_api.store import PointData, Record, Selector

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from rag_api.config import RoutingConfig, parse_config
+from rag_api.embedding.bm25 import sparse_encoder
 from rag_api.embedding.languages import text_language
 from rag_api.embedding.query_vectors import QueryVectors
 from rag_api.errors import ConfigError
@@ -27,7 +28,6 @@ from rag_api.routing.probe import Probe
 from rag_api.routing.signals import declared_matches, description_matches
 from rag_api.search.passage import Passage
 from rag_api.search.retrieval import SearchOutcome
-from rag_api.store.bm25 import sparse_encoder
 from rag_api.store.fusion import rank_fusion
 from tests.conftest import hash_collection
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import qdrant_edge as qe
 
-from rag_api.store import PointData, Selector, Store, open_store, sparse_encoder
+from rag_api.embedding.bm25 import sparse_encoder
+from rag_api.store import PointData, Selector, Store, open_store
 from rag_api.store.edge import EdgeStore
 from rag_api.store.remote import RemoteStore
 from rag_api.store.types import DENSE, SPARSE

@@ -71,7 +71,7 @@ def test_ensure_creates_physical_collection_behind_alias(store: Store) -> None:
     info = store.ensure("docs", 4)
     assert (info.name, info.physical, info.dim, info.points) == ("docs", "docs__v1", 4, 0)
     assert info.has_sparse
-    assert store.resolve("docs") == "docs__v1"
+    assert store.alias_target("docs") == "docs__v1"
     assert store.aliases() == {"docs": "docs__v1"}
     assert store.ensure("docs", 4).physical == "docs__v1"  # idempotent
 
@@ -231,7 +231,7 @@ def test_alias_swap_and_drop(store: Store) -> None:
     store.drop_physical("docs__v1")
     assert store.physical_collections() == ["docs__v2"]
     store.remove_alias("docs")
-    assert store.resolve("docs") is None
+    assert store.alias_target("docs") is None
 
 
 def test_foreign_payload_text() -> None:

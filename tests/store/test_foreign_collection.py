@@ -12,7 +12,7 @@ from qdrant_client import models as m
 
 from rag_api.answering.query import QueryBody, run_query
 from rag_api.config import load_config
-from rag_api.embedding.embedders import EmbeddingRouter
+from rag_api.embedding.embedders import Embedders
 from rag_api.hub import Hub
 from rag_api.search.retrieval import SearchRequest, search
 from rag_api.settings import Settings
@@ -39,7 +39,7 @@ def llamaindex_payload(file_name: str, text: str) -> dict:
 def foreign_points(settings: Settings) -> tuple[int, list[list[float]], list[dict]]:
     """The vectors and payloads LlamaIndex would write, embedded with the collection's model."""
     cfg = load_config(settings.config).collection("legacy").embedder
-    vectors = EmbeddingRouter(settings).documents(cfg, list(TEXTS.values())).tolist()
+    vectors = Embedders(settings).documents(cfg, list(TEXTS.values())).tolist()
     return cfg.dim, vectors, [llamaindex_payload(name, text) for name, text in TEXTS.items()]
 
 

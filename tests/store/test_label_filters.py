@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from rag_api.embedding.bm25 import sparse_encoder
 from rag_api.payload import CHUNK_TYPES, point_id
-from rag_api.store import PointData, SearchSpec, Selector, Store, open_store, sparse_encoder
+from rag_api.store import PointData, SearchSpec, Selector, Store, open_store
 
 # source -> (type, quality); None: written without labels (before them, or by another tool)
 POINTS = {

@@ -15,7 +15,7 @@ import pytest
 
 from rag_api.hub import Hub
 from rag_api.indexing.sync import sync_collection
-from rag_api.ops.check import run_check
+from rag_api.ops.check.run import run_check
 from rag_api.payload import point_id
 from rag_api.search.retrieval import SearchRequest, search
 from rag_api.store import PointData

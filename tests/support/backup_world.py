@@ -32,7 +32,7 @@ def populate(collection: Collection, kb: Path) -> None:
 
 def state(hub: Hub, name: str) -> dict[str, tuple[list[float], Any, dict[str, Any]]]:
     """Every point of a collection: id -> (dense vector, BM25 vector, payload)."""
-    physical = hub.store.resolve(name)
+    physical = hub.store.alias_target(name)
     assert physical is not None
     points: dict[str, tuple[list[float], Any, dict[str, Any]]] = {}
     for page in hub.store.export(physical, 128):

@@ -18,7 +18,7 @@ from rag_api.http.declared import declared
 from rag_api.http.deps import HubDep, WatcherDep, indexer_status
 from rag_api.http.hot_reads import HotRead
 from rag_api.hub import Hub
-from rag_api.kbadmin import bodies, reads, writes
+from rag_api.kbadmin import models, reads, writes
 from rag_api.kbadmin import routed as auto
 from rag_api.points.collection import Collection
 from rag_api.routing import named, resolve
@@ -61,20 +61,20 @@ def sources(hub: HubDep, collection: CollectionParam = None) -> Response:
 
 
 @router.get("/chunks", dependencies=READ, response_model=answers.ChunkPage, **EXACT)
-def chunks(params: Annotated[bodies.ChunkFilters, Query()], hub: HubDep) -> Response:
+def chunks(params: Annotated[models.ChunkFilters, Query()], hub: HubDep) -> Response:
     return declared(answers.ChunkPage, reads.list_chunks(one(hub, params.collection, None), params))
 
 
 @router.post("/chunks/list", dependencies=READ, response_model=answers.ChunkPage, **EXACT)
 def chunks_list(
-    body: bodies.ListChunks, hub: HubDep, collection: CollectionParam = None
+    body: models.ListChunks, hub: HubDep, collection: CollectionParam = None
 ) -> Response:
     kb = one(hub, body.collection, collection)
     return declared(answers.ChunkPage, reads.list_chunks(kb, body, body.metadata))
 
 
 @router.post("/search", dependencies=READ, response_model=answers.SearchResults, **EXACT)
-def search(body: bodies.Search, hub: HubDep, collection: CollectionParam = None) -> Response:
+def search(body: models.Search, hub: HubDep, collection: CollectionParam = None) -> Response:
     """Passages for the query from the collection, or from where `auto` routes it."""
     target = resolve(hub, named(body.collection, collection), body.collections)
     if target.collection is None:
@@ -83,7 +83,7 @@ def search(body: bodies.Search, hub: HubDep, collection: CollectionParam = None)
 
 
 @router.post("/context", dependencies=READ, response_model=answers.ContextBlock, **EXACT)
-def context(body: bodies.Context, hub: HubDep, collection: CollectionParam = None) -> Response:
+def context(body: models.Context, hub: HubDep, collection: CollectionParam = None) -> Response:
     """The passages as one block for a prompt, from the collection or from where `auto` routes."""
     target = resolve(hub, named(body.collection, collection), body.collections)
     if target.collection is None:
@@ -94,15 +94,15 @@ def context(body: bodies.Context, hub: HubDep, collection: CollectionParam = Non
 # the reads rag_api.http.hot_reads serves without FastAPI's per-request work (never with a query
 # string, so the collection comes from the body)
 HOT = [
-    HotRead("/v1/rag/chunks/list", bodies.ListChunks, lambda hub, b, _: chunks_list(b, hub)),
-    HotRead("/v1/rag/search", bodies.Search, lambda hub, b, _: search(b, hub)),
-    HotRead("/v1/rag/context", bodies.Context, lambda hub, b, _: context(b, hub)),
+    HotRead("/v1/rag/chunks/list", models.ListChunks, lambda hub, b, _: chunks_list(b, hub)),
+    HotRead("/v1/rag/search", models.Search, lambda hub, b, _: search(b, hub)),
+    HotRead("/v1/rag/context", models.Context, lambda hub, b, _: context(b, hub)),
 ]
 
 
 @router.post("/chunks/update", dependencies=WRITE)
 def chunks_update(
-    body: bodies.UpdateChunk, hub: HubDep, collection: CollectionParam = None
+    body: models.UpdateChunk, hub: HubDep, collection: CollectionParam = None
 ) -> Result:
     kb = one(hub, body.collection, collection)
     return audited("chunks/update", kb, writes.update_chunk(kb, body))
@@ -110,7 +110,7 @@ def chunks_update(
 
 @router.post("/upsert/document", dependencies=WRITE)
 def upsert_document(
-    body: bodies.UpsertDocument, hub: HubDep, collection: CollectionParam = None
+    body: models.UpsertDocument, hub: HubDep, collection: CollectionParam = None
 ) -> Result:
     kb = one(hub, body.collection, collection)
     return audited("upsert/document", kb, writes.upsert_document(kb, body))
@@ -118,20 +118,20 @@ def upsert_document(
 
 @router.post("/add/document", dependencies=WRITE)
 def add_document(
-    body: bodies.AddDocument, hub: HubDep, collection: CollectionParam = None
+    body: models.AddDocument, hub: HubDep, collection: CollectionParam = None
 ) -> Result:
     kb = one(hub, body.collection, collection)
     return audited("add/document", kb, writes.add_document(kb, body))
 
 
 @router.post("/add/chunks", dependencies=WRITE)
-def add_chunks(body: bodies.AddChunks, hub: HubDep, collection: CollectionParam = None) -> Result:
+def add_chunks(body: models.AddChunks, hub: HubDep, collection: CollectionParam = None) -> Result:
     kb = one(hub, body.collection, collection)
     return audited("add/chunks", kb, writes.add_chunks(kb, body))
 
 
 @router.post("/remove", dependencies=WRITE)
-def remove(body: bodies.Remove, hub: HubDep, collection: CollectionParam = None) -> Result:
+def remove(body: models.Remove, hub: HubDep, collection: CollectionParam = None) -> Result:
     kb = one(hub, body.collection, collection)
     return audited("remove", kb, writes.remove(kb, body))
 
@@ -139,10 +139,10 @@ def remove(body: bodies.Remove, hub: HubDep, collection: CollectionParam = None)
 @router.post("/reload", dependencies=WRITE)
 def reload(
     hub: HubDep,
-    body: bodies.Reload | None = None,
+    body: models.Reload | None = None,
     collection: CollectionParam = None,
 ) -> Result:
     """The body is optional here: a bare POST reconciles the default collection."""
-    body = body or bodies.Reload()
+    body = body or models.Reload()
     kb = one(hub, body.collection, collection)
     return audited("reload", kb, writes.reload(kb, body))

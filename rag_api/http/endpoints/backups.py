@@ -11,12 +11,12 @@ from fastapi import APIRouter, Depends, Response
 from pydantic import ConfigDict, Field
 
 from rag_api.access.grant import audit
-from rag_api.bodies import Body
 from rag_api.http.auth import require_admin
 from rag_api.http.deps import HubDep, SettingsDep
-from rag_api.ops.backup_jobs import BackupJobs
-from rag_api.ops.restore import restore_backup
-from rag_api.ops.retention import list_backups
+from rag_api.ops.backup.jobs import BackupJobs
+from rag_api.ops.backup.restore import restore_backup
+from rag_api.ops.backup.retention import list_backups
+from rag_api.schema import Body
 
 router = APIRouter(prefix="/v1/ops", tags=["ops"])
 ADMIN = [Depends(require_admin)]

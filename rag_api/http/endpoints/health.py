@@ -12,7 +12,7 @@ from rag_api.http.answers import Ready
 from rag_api.http.auth import PrincipalDep
 from rag_api.http.deps import OpenedDep
 from rag_api.indexing.kb import folder_problem
-from rag_api.ops import readiness
+from rag_api.ops.server import readiness
 from rag_api.search.rerank import describe_reranker
 
 router = APIRouter(tags=["health"])
@@ -59,7 +59,7 @@ def ready(hub: OpenedDep, principal: PrincipalDep) -> dict[str, Any]:
         "llm": llm,
         "rerank": rerank,
         "embedders": {
-            n: hub.embeddings.where(hub.collections[n].cfg.embedder).view() for n in names
+            n: hub.embedders.where(hub.collections[n].cfg.embedder).view() for n in names
         },
         "rerankers": rerankers,
     }

@@ -22,12 +22,12 @@ from pydantic import ConfigDict, Field
 from starlette.types import Receive, Scope, Send
 
 from rag_api.access.grant import audit
-from rag_api.bodies import Body
 from rag_api.errors import RagError
 from rag_api.http.auth import PrincipalDep, authorize, require_admin, require_reader
 from rag_api.http.deps import HubDep
-from rag_api.ops.check import DEFAULT_SAMPLE, run_check
-from rag_api.ops.migrate import MigrateBody, drop_old, exclusive, run_migration
+from rag_api.ops.check.run import DEFAULT_SAMPLE, run_check
+from rag_api.ops.migrate.run import MigrateBody, drop_old, exclusive, run_migration
+from rag_api.schema import Body
 
 router = APIRouter(prefix="/v1/ops", tags=["ops"])
 ADMIN = [Depends(require_admin)]

@@ -2,7 +2,7 @@
 
 One call gathers what otherwise sits behind several doors: the configuration and store state
 (`Hub.describe`), the kb folder's file count, the folder watcher's last sync (its full status
-stays admin-only at /v1/indexer/status), the last integrity check (rag_api.ops.last_check) and
+stays admin-only at /v1/indexer/status), the last integrity check (rag_api.ops.check.last_check) and
 whether a migration runs. It also says what the caller's key may do, so a page can offer edits
 only to an admin and explain why otherwise.
 """
@@ -18,10 +18,10 @@ from rag_api.http.auth import KeyringDep, PrincipalDep, require_reader
 from rag_api.http.deps import HubDep, WatcherDep, indexer_status
 from rag_api.hub import Hub
 from rag_api.indexing import kb
-from rag_api.ops.last_check import LastCheck
-from rag_api.ops.migrate import migrating
-from rag_api.ops.retention import last_backups
-from rag_api.ops.versions import versions
+from rag_api.ops.backup.retention import last_backups
+from rag_api.ops.check.last_check import LastCheck
+from rag_api.ops.migrate.run import migrating
+from rag_api.ops.migrate.versions import versions
 from rag_api.store import version_of
 
 router = APIRouter(tags=["collections"], dependencies=[Depends(require_reader)])

@@ -7,13 +7,13 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from rag_api.answering.query import QueryBody, run_query
-from rag_api.answering.sse import EventStream
 from rag_api.answering.stream import QueryEvents
 from rag_api.http.answers import STREAMED, QueryAnswer
 from rag_api.http.auth import require_reader
 from rag_api.http.declared import declared
 from rag_api.http.deps import GenerationDep, HubDep
 from rag_api.http.hot_reads import HotRead
+from rag_api.http.sse import EventStream
 from rag_api.hub import Hub
 
 router = APIRouter(tags=["query"], dependencies=[Depends(require_reader)])

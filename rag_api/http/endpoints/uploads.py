@@ -18,12 +18,12 @@ from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rag_api.access.grant import allowed, audit
-from rag_api.bodies import flag
 from rag_api.errors import InvalidRequest, PayloadTooLarge
 from rag_api.http import upload_answers
 from rag_api.http.any_path import ANY
 from rag_api.http.auth import require_reader, require_writer
 from rag_api.http.deps import UploadsDep, WatcherDep
+from rag_api.schema import flag
 from rag_api.uploads.intake import Incoming
 
 router = APIRouter(prefix="/v1", tags=["files"])
@@ -117,7 +117,7 @@ def _text(value: UploadFile | str | None, field: str) -> str | None:
 
 
 def _flag(value: str | None, field: str) -> bool:
-    """An absent flag is false; a given one follows every body's rule (rag_api.bodies)."""
+    """An absent flag is false; a given one follows every body's rule (rag_api.schema)."""
     try:
         return value is not None and flag(value)
     except ValueError as exc:

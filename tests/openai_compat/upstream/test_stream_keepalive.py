@@ -8,7 +8,7 @@ import httpx
 import openai
 import pytest
 
-from rag_api.answering.sse import EventStream
+from rag_api.http.sse import EventStream
 from tests.support.fakes.http import words
 from tests.support.openai_support import REFUND, ask
 

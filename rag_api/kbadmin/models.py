@@ -1,0 +1,142 @@
+"""Request bodies of /v1/rag/*: the field names the voice pipeline sends (its contract: kbadmin)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
+
+from rag_api.answering.query import Filters, MetadataValue, SearchFields
+from rag_api.config import Language
+from rag_api.errors import PayloadTooLarge
+from rag_api.metadata import check_metadata, has_line_break_or_control
+from rag_api.schema import Body
+
+SOURCE_MAX_CHARS = 512
+DOCUMENT_MAX_CHARS = 200_000  # one /add/document or /upsert/document text
+CHUNK_MAX_CHARS = 20_000  # one pre-chunked item, or a chunk's new_text
+ITEMS_MAX = 256  # items per /add/chunks
+
+
+def _check_source(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    if has_line_break_or_control(value):
+        raise ValueError(
+            "must not contain control characters (newlines, tabs, NUL, U+0085, U+2028...)"
+        )
+    return value
+
+
+Source = Annotated[str, Field(max_length=SOURCE_MAX_CHARS), AfterValidator(_check_source)]
+Metadata = Annotated[dict[str, Any], AfterValidator(check_metadata)]  # rules: rag_api.metadata
+QueryText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=8000)]
+
+
+def check_size(what: str, text: str, limit: int) -> None:
+    """413 when a text is over its limit (pydantic's max_length would say 422)."""
+    if len(text) > limit:
+        raise PayloadTooLarge(f"{what} has {len(text)} characters; the limit is {limit}")
+
+
+class Routed(Body):
+    """Every body may name its collection (else the query parameter, else default_collection)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    collection: str | None = None
+
+
+class AddDocument(Routed):
+    text: str
+    source: Source | None = None  # omitted: dynamic#<index>
+    metadata: Metadata = {}
+    persist: bool = True
+    dynamic: bool = True
+
+
+class ChunkItem(Body):
+    model_config = ConfigDict(extra="forbid")
+
+    text: Annotated[str, Field(min_length=1)]
+    source: Source | None = None
+    metadata: Metadata = {}
+
+
+class AddChunks(Routed):
+    items: Annotated[list[ChunkItem], Field(min_length=1)]
+    persist: bool = True
+    dynamic: bool = True
+
+
+class UpsertDocument(Routed):
+    source: Source
+    text: str  # "" deletes the document
+    metadata: Metadata = {}
+    persist: bool = True
+    dynamic: bool = True
+
+
+class UpdateChunk(Routed):
+    index: Annotated[int, Field(ge=0)] | None = None
+    source: Source | None = None
+    chunk_index: Annotated[int, Field(ge=0)] | None = None
+    new_text: Annotated[str, Field(min_length=1)] | None = None
+    new_metadata: Metadata | None = None
+    new_source: Source | None = None
+
+    @model_validator(mode="after")
+    def _target_and_change(self) -> UpdateChunk:
+        if self.index is None and self.source is None:
+            raise ValueError("give `index` (from a listing) or `source` (+ `chunk_index`)")
+        if self.new_text is None and self.new_metadata is None and self.new_source is None:
+            raise ValueError("nothing to update: give new_text, new_metadata or new_source")
+        return self
+
+
+class Remove(Routed):
+    source_prefix: Source
+    exact: bool = False
+
+
+class Reload(Routed):
+    force_rebuild: bool = False
+    prune: bool = False  # remove the chunks of a mass of vanished files (rag-hub index --prune)
+
+
+class Search(SearchFields, Routed):
+    pass
+
+
+class Context(Search):
+    language: Language | None = None  # header language; default: the collection's
+
+
+class ChunkFilters(BaseModel):
+    """Listing filters, paging and optional relevance order (GET query parameters or POST body)."""
+
+    collection: str | None = None
+    source_exact: Source | None = None
+    source_prefix: Source | None = None
+    query: QueryText | None = None
+    min_score: Annotated[float, Field(ge=-1.0, le=1.0)] | None = None
+    limit: Annotated[int, Field(ge=1, le=1000)] = 50
+    offset: Annotated[int, Field(ge=0)] = 0
+    include_text: bool = True
+
+
+def _metadata_keys(value: dict[str, MetadataValue]) -> dict[str, MetadataValue]:
+    return Filters(metadata=value).metadata  # the /query filters' key rules
+
+
+class ListChunks(ChunkFilters, Body):
+    model_config = ConfigDict(extra="forbid")
+
+    metadata: Annotated[dict[str, MetadataValue], AfterValidator(_metadata_keys)] = {}
