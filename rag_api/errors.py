@@ -1,8 +1,16 @@
-"""The error hierarchy: every failure the hub reports has a stable code, an HTTP status and a message."""
+"""The error hierarchy: every failure the hub reports has a stable code, an HTTP status and a message;
+credentials never leave the process: a URL is shown without the user:password in it."""
 
 from __future__ import annotations
 
-from rag_api.redact import redact
+import re
+
+_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^\s/@]+@")
+
+
+def redact(text: str) -> str:
+    """`text` with the user:password part of every URL in it replaced by ***."""
+    return _USERINFO.sub(r"\g<scheme>***@", text)
 
 
 class RagError(Exception):

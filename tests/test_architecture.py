@@ -22,7 +22,6 @@ LAYERS = (
         "schema",
         "providers",
         "atomic",
-        "redact",
     },
     {"observability", "access"},
     {"store"},  # nothing of ours but the foundation: Qdrant stays behind it

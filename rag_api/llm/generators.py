@@ -11,10 +11,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rag_api.config import LLMConfig, LLMTimeouts
-from rag_api.errors import LLMUnavailable
+from rag_api.errors import LLMUnavailable, redact
 from rag_api.llm.breaker import CircuitBreaker
 from rag_api.providers import LLMS
-from rag_api.redact import redact
 from rag_api.settings import Settings
 
 Messages = list[dict[str, Any]]  # OpenAI chat messages (a tool exchange carries more than text)

@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 
 from rag_api.config import RerankConfig, RerankTimeouts
+from rag_api.errors import redact
 from rag_api.llm.breaker import CircuitBreaker
-from rag_api.redact import redact
 
 # the breaker's thresholds: the hub's LLM settings (RAG_LLM_FAILURES, RAG_LLM_COOLDOWN_S), set by
 # Hub.open; these are their defaults

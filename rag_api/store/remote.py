@@ -11,8 +11,7 @@ from typing import Any, TypeVar
 from qdrant_client import QdrantClient
 from qdrant_client import models as m
 
-from rag_api.errors import StoreUnavailable
-from rag_api.redact import redact
+from rag_api.errors import StoreUnavailable, redact
 from rag_api.store.base import (
     HNSW_EF_CONSTRUCT,
     HNSW_FULL_SCAN_KB,

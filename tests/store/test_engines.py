@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from rag_api.embedding.bm25 import sparse_encoder
 from rag_api.errors import StoreLocked, StoreUnavailable
 from rag_api.payload import extract_text, point_id
 from rag_api.settings import Settings
@@ -21,7 +22,6 @@ from rag_api.store import (
     open_store,
     search_plan,
     search_sides,
-    sparse_encoder,
 )
 from rag_api.store.base import cosine
 from rag_api.store.edge import EdgeStore

@@ -8,12 +8,11 @@ from rag_api.config import CollectionConfig, EmbedderConfig, HubConfig
 from rag_api.embedding import devices
 from rag_api.embedding.dims import dim_problem, offline_problem
 from rag_api.embedding.languages import knows_language, model_languages
-from rag_api.errors import RagError
+from rag_api.errors import RagError, redact
 from rag_api.evaluation.questions import configured_file, load_questions
 from rag_api.indexing import ocr
 from rag_api.indexing.kb import folder_problem
 from rag_api.providers import EMBEDDERS
-from rag_api.redact import redact
 from rag_api.search import rerank_server
 from rag_api.settings import Settings
 
