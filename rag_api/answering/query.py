@@ -9,8 +9,8 @@ from typing import Annotated, Any
 from pydantic import ConfigDict, Field, field_validator
 
 from rag_api.answering.answer import answer
+from rag_api.catalog import Catalog
 from rag_api.config import ChunkType, Mode, check_metadata_keys
-from rag_api.hub import Hub
 from rag_api.metadata import MAX_KEYS, value_problem
 from rag_api.observability.metrics import observe_stages
 from rag_api.points.collection import Collection
@@ -121,7 +121,7 @@ class Retrieved:
     language: str | None = None
 
 
-def retrieve(hub: Hub, collection: str, body: QueryBody) -> Retrieved:
+def retrieve(hub: Catalog, collection: str, body: QueryBody) -> Retrieved:
     """The passages for `body` from `collection`, or from where `auto` routes it."""
     target = resolve(hub, collection, body.collections)
     if target.collection is None:
@@ -138,7 +138,7 @@ def retrieve(hub: Hub, collection: str, body: QueryBody) -> Retrieved:
     return Retrieved(kb, outcome.passages, head, dict(outcome.timings_ms), outcome.warning)
 
 
-def run_query(hub: Hub, collection: str, body: QueryBody) -> dict[str, Any]:
+def run_query(hub: Catalog, collection: str, body: QueryBody) -> dict[str, Any]:
     """Answer a question from one collection (or the ones `auto` routes it to), with the
     passages it is grounded in."""
     started = time.perf_counter()

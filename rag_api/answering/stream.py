@@ -21,15 +21,15 @@ from typing import Any
 from rag_api.answering.answer import AnswerStream, answer
 from rag_api.answering.frames import frame
 from rag_api.answering.query import QueryBody, retrieve
+from rag_api.catalog import Catalog
 from rag_api.errors import RagError
-from rag_api.hub import Hub
 from rag_api.observability.metrics import observe_stages
 
 
 class QueryEvents:
     """Retrieval done and the answer started (in a generation worker); iterate for SSE frames."""
 
-    def __init__(self, hub: Hub, collection: str, body: QueryBody) -> None:
+    def __init__(self, hub: Catalog, collection: str, body: QueryBody) -> None:
         self.started = time.perf_counter()
         found = retrieve(hub, collection, body)  # a named collection, or where `auto` routes it
         self.timings: dict[str, float] = found.timings_ms

@@ -13,20 +13,20 @@ from pathlib import Path
 from typing import Any
 
 from rag_api.atomic import write_atomically
+from rag_api.catalog import Catalog
 from rag_api.errors import RagError
 from rag_api.evaluation.questions import configured_file, load_questions
 from rag_api.evaluation.run import run
-from rag_api.hub import Hub
 
 log = logging.getLogger("rag_api.evaluation")
 METRIC = "ndcg@10"
 
 
-def record_path(hub: Hub, name: str) -> Path:
+def record_path(hub: Catalog, name: str) -> Path:
     return hub.settings.data_dir / "eval" / f"{name}.json"
 
 
-def nightly(hub: Hub, name: str) -> str | None:
+def nightly(hub: Catalog, name: str) -> str | None:
     """Measure `name` on its eval file and record it; the problem to report, if any (None when
     no file is configured, on the first run, or when nDCG@10 held)."""
     path = configured_file(hub.config, name)

@@ -8,13 +8,13 @@ from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, model_validator
 
+from rag_api.catalog import Catalog
 from rag_api.config import Mode
 from rag_api.errors import InvalidRequest
 from rag_api.evaluation.generate import MAX_GENERATE, WARNING, draft
 from rag_api.evaluation.questions import MAX_QUESTIONS, parse_rows
 from rag_api.evaluation.run import MODES, embed_all, families, label, run
 from rag_api.evaluation.tune import Tuner
-from rag_api.hub import Hub
 from rag_api.schema import Body
 
 
@@ -39,7 +39,7 @@ class EvalBody(Body):
 
 
 def run_eval(
-    hub: Hub, collection: str, body: EvalBody, max_seconds: float | None = None
+    hub: Catalog, collection: str, body: EvalBody, max_seconds: float | None = None
 ) -> dict[str, Any]:
     """The table per mode and fusion, and with `tune` the best settings; a bounded run
     (`max_seconds`: an HTTP request) that would take longer raises EvalTooLong (413)."""

@@ -11,7 +11,6 @@ from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 
 from rag_api import version
-from rag_api.access.keyring import Keyring
 from rag_api.console import views as console
 from rag_api.http.endpoints import (
     admin,
@@ -30,16 +29,12 @@ from rag_api.http.error_responses import ERRORS, install_error_handlers
 from rag_api.http.hot_reads import HotReads
 from rag_api.http.json_body import JsonBodies
 from rag_api.http.limits import BodyLimit
-from rag_api.http.openai_errors import UnknownOpenAIPath
 from rag_api.http.request_log import RequestLog
 from rag_api.hub import Hub
 from rag_api.kbadmin.writes import drop_temporary
-from rag_api.llm.pool import GenerationPool
-from rag_api.openai_compat.stored import ResponseStore
 from rag_api.ops.server.listening import announce, withdraw
 from rag_api.ops.server.readiness import disk_problem
 from rag_api.settings import Settings
-from rag_api.uploads.service import Uploads
 
 log = logging.getLogger("rag_api.http.app")
 
@@ -53,38 +48,27 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.generation = GenerationPool(settings.max_generations)
         opened = hub or await anyio.to_thread.run_sync(Hub.open, settings)
         record = None
         try:
             await anyio.to_thread.run_sync(opened.load_models)
             await anyio.to_thread.run_sync(drop_temporary, opened)  # persist: false ends here
-            app.state.hub = opened
             log.info(
                 "serving %d collections from %s", len(opened.collections), opened.store.location
             )
-            log.log(*app.state.keyring.summary(settings.host))
+            log.log(*opened.keyring.summary(settings.host))
             low = disk_problem(opened)
             if low is not None:
                 log.warning("%s", low.message)
+            await anyio.to_thread.run_sync(opened.start, watch)
+            app.state.hub = opened
             record = announce(settings)  # CLI reads find this server by it
-            if watch:
-                from rag_api.watcher import Watcher
-
-                app.state.watcher = await anyio.to_thread.run_sync(Watcher(opened).start)
-            app.state.uploads = await anyio.to_thread.run_sync(Uploads(opened).start)
             yield
         finally:
-            if app.state.uploads is not None:
-                await anyio.to_thread.run_sync(app.state.uploads.stop)
-                app.state.uploads = None
-            if app.state.watcher is not None:
-                await anyio.to_thread.run_sync(app.state.watcher.stop)
-                app.state.watcher = None
             app.state.hub = None
             withdraw(record)
-            if hub is None:
-                await anyio.to_thread.run_sync(opened.close)
+            # a hub given by the caller stays open: only what this app started stops
+            await anyio.to_thread.run_sync(opened.stop if hub is not None else opened.close)
 
     # /docs and /redoc with Swagger UI and ReDoc from the fastapi-offline package: no CDN
     app = FastAPIOffline(
@@ -99,14 +83,7 @@ def create_app(
         # would look up three providers on every request (~15 us) to find none configured
         telemetry={"tracing": False, "metrics": False, "logs": False},
     )
-    app.state.settings = settings
-    app.state.keyring = Keyring(settings)
-    app.state.hub = None
-    app.state.watcher = None
-    app.state.uploads = None
-    app.state.responses = ResponseStore(
-        settings.responses_path, settings.responses_ttl, settings.responses_max
-    )
+    app.state.hub = None  # the one thing the app keeps: set once the lifespan has opened it
     install_error_handlers(app)
     app.add_middleware(JsonBodies)
     app.add_middleware(
@@ -134,9 +111,4 @@ def create_app(
     for router in routers:
         app.include_router(router)
     console.install(app)  # the pages at / (data comes from the API above, with the tab's key)
-    # what the error handlers match a request against when it failed before routing
-    app.state.routes = [route for router in routers for route in router.routes]
-    app.state.routes.append(
-        UnknownOpenAIPath(app.state.routes)
-    )  # an unknown /v1/... in OpenAI's shape
     return app

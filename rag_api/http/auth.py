@@ -15,15 +15,9 @@ from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from rag_api.access.grant import Grant, Op, Principal, current
-from rag_api.access.keyring import Keyring
 from rag_api.errors import CollectionNotFound, Forbidden, Unauthorized
+from rag_api.http.deps import KeyringDep
 
-
-async def get_keyring(request: Request) -> Keyring:
-    return request.app.state.keyring
-
-
-KeyringDep = Annotated[Keyring, Depends(get_keyring)]
 BEARER = HTTPBearer(
     scheme_name="bearer",
     description="RAG_API_KEY, RAG_ADMIN_API_KEY or a scoped key (`rag-hub keys create`); "
@@ -87,7 +81,7 @@ def authorize(request: Request, principal: Principal | None, op: Op, admin: bool
 
 def _router(request: Request) -> str | None:
     """The name of `auto` (not a collection: it searches only what the key may read)."""
-    hub = getattr(request.app.state, "hub", None)
+    hub = request.app.state.hub
     return hub.config.router.name if hub is not None else None
 
 

@@ -14,11 +14,11 @@ from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
 
 from rag_api.errors import RagError
+from rag_api.http.openai_errors import UNKNOWN_OPENAI_PATH, Headers, app_routes
 from rag_api.observability.request_context import request_id
 
 log = logging.getLogger("rag_api.http")
 _HTTP_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE"}
-Headers = dict[str, str] | None  # an error response's extra headers (WWW-Authenticate on a 401)
 
 
 class ErrorDetail(BaseModel):
@@ -70,11 +70,11 @@ def render_error(
 def route_of(scope: Scope) -> BaseRoute | None:
     """The route the router recorded in the scope; for a request refused before routing (the body
     checks) or a crash seen by the outermost handler (which holds the scope from before routing),
-    the route of the app's `state.routes` that matches it."""
+    the app's route that matches it, else UNKNOWN_OPENAI_PATH for a path under /v1/ it lacks."""
     route = scope.get("route")
     if route is None:
-        routes = getattr(getattr(scope.get("app"), "state", None), "routes", ())
-        route = next((r for r in routes if r.matches(scope)[0] is not Match.NONE), None)
+        candidates = (*app_routes(scope), UNKNOWN_OPENAI_PATH)
+        route = next((r for r in candidates if r.matches(scope)[0] is not Match.NONE), None)
     return route
 
 
@@ -137,7 +137,7 @@ def install_error_handlers(app: FastAPI) -> None:
 def allowed_methods(scope: Scope) -> str:
     """The methods of every route on the request's path (Starlette's own Allow names only the
     first route's: GET and POST of /v1/collections/{c}/files are two routes)."""
-    routes = getattr(getattr(scope.get("app"), "state", None), "routes", ())  # as route_of's
+    routes = app_routes(scope)
     return ", ".join(
         sorted(
             {

@@ -18,6 +18,7 @@ from rag_api.errors import RagError
 from rag_api.http.auth import authorize, bearer_token
 from rag_api.http.error_responses import crash_response, rag_error_response
 from rag_api.http.json_body import NOT_JSON, UNLABELLED, checked, read_body, replay
+from rag_api.http.openai_errors import app_routes
 from rag_api.http.read_threads import ReadThreads
 from rag_api.http.request_log import Tracked
 
@@ -118,12 +119,11 @@ class HotReads:
         """(the hub, the body as `read` takes it), or None when the other layers or the route
         must answer. Accepted, the request's grant is set as the route's would be (the worker
         runs in a copy of this context)."""
-        state = scope["app"].state
-        hub = getattr(state, "hub", None)
+        hub = scope["app"].state.hub
         if hub is None:
             return None
         request = Request(scope)
-        principal = state.keyring.known(bearer_token(request))
+        principal = hub.keyring.known(bearer_token(request))
         if principal is None:
             return None
         document, problem = checked(body)
@@ -147,7 +147,7 @@ class HotReads:
         if route is None:
             route = next(
                 r
-                for r in app.state.routes
+                for r in app_routes({"app": app})
                 if getattr(r, "path", None) == template and "POST" in getattr(r, "methods", ())
             )
             self.routes[template] = route

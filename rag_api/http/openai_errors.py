@@ -9,7 +9,7 @@ routes are `OpenAIRoute`s: the app's error handlers render an error the way its 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from fastapi.responses import JSONResponse
@@ -18,7 +18,8 @@ from pydantic import BaseModel
 from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
 
-from rag_api.http.error_responses import Headers
+Headers = dict[str, str] | None  # an error response's extra headers (WWW-Authenticate on a 401)
+
 
 _CODES = {"UNAUTHORIZED": "invalid_api_key"}
 
@@ -64,27 +65,45 @@ class OpenAIRoute(APIRoute):
         super().__init__(path, endpoint, **options)
 
 
+def app_routes(scope: Scope) -> list[BaseRoute]:
+    """Every route of the app serving `scope` (none outside one), those of its included routers
+    in their place: what the error handlers match a request against when it failed before
+    routing."""
+    app = scope.get("app")
+    return list(_flat(app.router.routes)) if app is not None else []
+
+
+def _flat(routes: list[BaseRoute]) -> Iterator[BaseRoute]:
+    for route in routes:
+        included = getattr(route, "original_router", None)  # FastAPI's included router
+        yield from _flat(included.routes) if included is not None else (route,)
+
+
 class UnknownOpenAIPath:
     """Where no route matches: a path under /v1/ outside the hub's own /v1 families (`/v1/rag`,
     `/v1/ops`, `/v1/collections`, ... taken from the app's routes) is an OpenAI client's guess at
     an endpoint the hub lacks (`/v1/audio/speech`, `/v1/files`), so its 404 takes OpenAI's shape.
-    Listed last in the app's `state.routes`, which the error handlers match unrouted requests
-    against (rag_api.http.error_responses.route_of); it routes nothing."""
+    The error handlers match an unrouted request against it after the app's routes
+    (rag_api.http.error_responses.route_of); it routes nothing."""
 
     render_error = staticmethod(openai_error_response)
-
-    def __init__(self, routes: list[BaseRoute]) -> None:
-        self.hub_families = {
-            parts[2]
-            for route in routes
-            if not isinstance(route, OpenAIRoute)
-            and len(parts := getattr(route, "path", "").split("/")) > 2
-            and parts[1] == "v1"
-        }
 
     def matches(self, scope: Scope) -> tuple[Match, dict[str, Any]]:
         parts = scope.get("path", "").split("/")
         if len(parts) > 1 and parts[1] == "v1":
-            if len(parts) == 2 or parts[2] not in self.hub_families:
+            if len(parts) == 2 or parts[2] not in _hub_families(app_routes(scope)):
                 return Match.FULL, {}
         return Match.NONE, {}
+
+
+def _hub_families(routes: list[BaseRoute]) -> set[str]:
+    return {
+        parts[2]
+        for route in routes
+        if not isinstance(route, OpenAIRoute)
+        and len(parts := getattr(route, "path", "").split("/")) > 2
+        and parts[1] == "v1"
+    }
+
+
+UNKNOWN_OPENAI_PATH = UnknownOpenAIPath()  # stateless

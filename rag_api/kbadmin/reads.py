@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from rag_api.hub import Hub
+from rag_api.catalog import Catalog
 from rag_api.indexing import kb
 from rag_api.kbadmin.chunks import API_CHUNKS, TEMPORARY, chunk_view, result_view, shown_score
 from rag_api.kbadmin.models import ChunkFilters, Context, Search
@@ -19,7 +19,6 @@ from rag_api.llm.prompts import pack
 from rag_api.payload import CHUNK_TYPES, DYNAMIC, SOURCE, StoredChunk
 from rag_api.points.collection import Collection
 from rag_api.search.passage import Passage
-from rag_api.search.rerank import describe_reranker
 from rag_api.search.retrieval import SearchOutcome, SearchRequest, search
 from rag_api.store import Selector
 
@@ -27,7 +26,7 @@ RANKED_MAX = 1000  # a listing ordered by a query ranks at most this many chunks
 ANY_COSINE = -math.inf  # a listing by relevance without min_score keeps every chunk
 
 
-def status(hub: Hub, collection: Collection) -> dict[str, Any]:
+def status(hub: Catalog, collection: Collection) -> dict[str, Any]:
     """The spec's status fields (chunk count, embedding dim, sources, device, thresholds...)."""
     cfg = collection.cfg
     info = collection.info(refresh=True)
@@ -59,7 +58,7 @@ def status(hub: Hub, collection: Collection) -> dict[str, Any]:
         "store": hub.store.location,
         "physical": info.physical if info else None,
         "llm": hub.generators.describe(cfg.llm),
-        "rerank": describe_reranker(cfg.rerank),
+        "rerank": hub.rerankers.describe(cfg.rerank),
     }
 
 

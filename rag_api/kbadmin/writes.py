@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from rag_api.catalog import Catalog
 from rag_api.errors import ChunkNotFound, InvalidRequest, PayloadTooLarge, RagError
-from rag_api.hub import Hub
 from rag_api.indexing.chunking import Chunk, split_text
 from rag_api.indexing.ingest import DocumentWrite, write_documents
 from rag_api.indexing.sync import sync_collection
@@ -177,7 +177,7 @@ def reload(collection: Collection, body: Reload) -> dict[str, Any]:
     }
 
 
-def drop_temporary(hub: Hub) -> int:
+def drop_temporary(hub: Catalog) -> int:
     """At start-up: delete every collection's `persist: false` chunks (they lived one run).
 
     Their numbers are retired first, so a listing taken before the restart cannot name a new

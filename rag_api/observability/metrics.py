@@ -16,8 +16,6 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, g
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from rag_api.errors import RagError
-
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
 HTTP_REQUESTS = Counter(
@@ -78,8 +76,15 @@ def observe_stages(collection: str, timings_ms: Mapping[str, float]) -> None:
 class HubCollector(Collector):
     """Read at scrape time: points per collection, and the folder indexer's state."""
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
+    def __init__(
+        self,
+        points: Mapping[str, int],
+        circuits: Mapping[str, str],
+        indexer: Mapping[str, Any],
+    ) -> None:
+        self.points = points  # collection -> points stored (unreadable ones left out)
+        self.circuits = circuits  # collection -> its LLM server's circuit state
+        self.indexer = indexer  # the watcher's status (`running: false` when there is none)
 
     def collect(self) -> Iterator[Any]:
         yield from self._store()
@@ -93,31 +98,21 @@ class HubCollector(Collector):
             "LLM server; while open, answers are extractive at once.",
             labels=["collection", "state"],
         )
-        hub = self.app.state.hub
-        for name, collection in hub.collections.items() if hub is not None else ():
-            breaker = hub.generators.breaker(collection.cfg.llm)
-            if breaker is not None:
-                now = breaker.state
-                for state in ("closed", "open", "half-open"):
-                    circuit.add_metric([name, state], int(state == now))
+        for name, now in self.circuits.items():
+            for state in ("closed", "open", "half-open"):
+                circuit.add_metric([name, state], int(state == now))
         yield circuit
 
     def _store(self) -> Iterator[Any]:
         points = GaugeMetricFamily(
             "rag_store_points", "Points (chunks) stored per collection.", labels=["collection"]
         )
-        hub = self.app.state.hub
-        for name in hub.collections if hub is not None else ():
-            try:
-                info = hub.store.info(name)
-            except RagError:
-                continue  # unreadable now: /ready and check say why
-            points.add_metric([name], info.points if info is not None else 0)
+        for name, count in self.points.items():
+            points.add_metric([name], count)
         yield points
 
     def _indexer(self) -> Iterator[Any]:
-        watcher = self.app.state.watcher
-        status = watcher.status() if watcher is not None else {"running": False, "collections": {}}
+        status = self.indexer
         rows: dict[str, dict[str, Any]] = status["collections"]
         yield GaugeMetricFamily(
             "rag_indexer_up",
@@ -153,9 +148,11 @@ class HubCollector(Collector):
             yield family
 
 
-def exposition(app: Any) -> bytes:
+def exposition(
+    points: Mapping[str, int], circuits: Mapping[str, str], indexer: Mapping[str, Any]
+) -> bytes:
     """The text Prometheus scrapes: the process-wide metrics (with process_* and python_*), then
-    this app's store and indexer."""
+    the hub's readings (HubCollector)."""
     scraped = CollectorRegistry(auto_describe=False)
-    scraped.register(HubCollector(app))
+    scraped.register(HubCollector(points, circuits, indexer))
     return generate_latest(REGISTRY) + generate_latest(scraped)

@@ -10,8 +10,8 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import Field, field_validator
 
+from rag_api.catalog import Catalog
 from rag_api.errors import InvalidRequest, PayloadTooLarge
-from rag_api.hub import Hub
 from rag_api.openai_compat.model_names import find_model
 from rag_api.openai_compat.models import Lenient, ModelName
 
@@ -35,7 +35,7 @@ class EmbeddingsRequest(Lenient):
         return value
 
 
-def create_embeddings(hub: Hub, body: EmbeddingsRequest) -> dict[str, Any]:
+def create_embeddings(hub: Catalog, body: EmbeddingsRequest) -> dict[str, Any]:
     """OpenAI's embedding list for `body`, by the collection's embedder and prefixes."""
     query = body.model.endswith(QUERY)
     name = find_model(hub, body.model.removesuffix(QUERY) if query else body.model)

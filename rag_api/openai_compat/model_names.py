@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from rag_api.catalog import Catalog
 from rag_api.errors import RagError
-from rag_api.hub import Hub
 from rag_api.routing import Target, resolve
 
 PREFIX = "rag/"
@@ -21,7 +21,7 @@ class ModelNotFound(RagError):
     status = 404
 
 
-def target(hub: Hub, model: str) -> Target:
+def target(hub: Catalog, model: str) -> Target:
     """Where requests for `model` go: its collection, `auto` (its name, or an unknown name with
     `unknown_model: auto`), default_collection for an unknown name, or ModelNotFound."""
     name = model.removeprefix(PREFIX)
@@ -41,7 +41,7 @@ def target(hub: Hub, model: str) -> Target:
     return resolve(hub, None)
 
 
-def find_model(hub: Hub, model: str) -> str:
+def find_model(hub: Catalog, model: str) -> str:
     """The enabled collection named `model` (or `rag/<name>`); a lookup never falls back."""
     name = model.removeprefix(PREFIX)
     if name not in models(hub):
@@ -49,14 +49,14 @@ def find_model(hub: Hub, model: str) -> str:
     return name
 
 
-def direct_collection(hub: Hub, model: str) -> str | None:
+def direct_collection(hub: Catalog, model: str) -> str | None:
     """The collection of `<collection>:llm` (or `rag/<collection>:llm`), if `model` is one."""
     name = model.removeprefix(PREFIX)
     base = name.removesuffix(DIRECT)
     return base if base != name and base in hub.visible() else None
 
 
-def models(hub: Hub) -> list[str]:
+def models(hub: Catalog) -> list[str]:
     """The enabled collections, one model each, then `auto` when it has two to choose from, then
     `<collection>:llm` for each collection answered by an LLM."""
     names = [name for name in hub.visible() if hub.collections[name].cfg.enabled]
@@ -66,7 +66,7 @@ def models(hub: Hub) -> list[str]:
     return names + auto + llms
 
 
-def model_card(hub: Hub, name: str) -> dict[str, Any]:
+def model_card(hub: Catalog, name: str) -> dict[str, Any]:
     """A collection as an OpenAI model object."""
     path = hub.config.path
     created = int(path.stat().st_mtime) if path is not None and path.exists() else 0

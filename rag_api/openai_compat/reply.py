@@ -10,9 +10,9 @@ from typing import Any
 
 from rag_api.answering.answer import AnswerStream, answer, converse
 from rag_api.answering.query import Filters
+from rag_api.catalog import Catalog
 from rag_api.embedding.languages import text_language
 from rag_api.errors import InvalidRequest
-from rag_api.hub import Hub
 from rag_api.llm.generators import Options, Piece, ToolCallDelta
 from rag_api.llm.prompts import Cited, pack
 from rag_api.openai_compat.condense import retrieval_query
@@ -125,7 +125,7 @@ class Reply:
 
 
 def start_reply(
-    hub: Hub,
+    hub: Catalog,
     model: str,
     conversation: Conversation,
     temperature: float | None,
@@ -186,7 +186,7 @@ def start_reply(
 
 
 def _without_retrieval(
-    hub: Hub,
+    hub: Catalog,
     model: str,
     collection: Collection,
     conversation: Conversation,
@@ -225,7 +225,7 @@ def _without_retrieval(
 
 
 def check_support(
-    hub: Hub, collection: Collection, options: Options, format_param: str = "response_format"
+    hub: Catalog, collection: Collection, options: Options, format_param: str = "response_format"
 ) -> None:
     """Refuse (400, naming the parameter) what the collection's generator cannot do and the
     client cannot do without: JSON output, a forced tool call. Tools it may call (`auto`) are
@@ -247,7 +247,7 @@ def check_support(
         )
 
 
-def _route(hub: Hub, conversation: Conversation, filters: Filters) -> RoutedOutcome:
+def _route(hub: Catalog, conversation: Conversation, filters: Filters) -> RoutedOutcome:
     """`auto`: a follow-up is recognised with the analyser of a collection in the question's
     language (else the default collection's), then routed like any question."""
     routable = candidates(hub, None)
@@ -257,7 +257,7 @@ def _route(hub: Hub, conversation: Conversation, filters: Filters) -> RoutedOutc
     return route_search(hub, RouteRequest(filters.applied(query)))
 
 
-def _reader(hub: Hub) -> Collection:
+def _reader(hub: Catalog) -> Collection:
     """`auto`'s collection when nothing else decides: default_collection, or the key's first."""
     return hub.collection() if hub.default_visible() else candidates(hub, None)[0]
 

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from rag_api.answering.query import QueryBody, run_query
+from rag_api.catalog import Catalog
 from rag_api.evaluation.request import EvalBody, run_eval
-from rag_api.hub import Hub
 from rag_api.ops.backup.restore import restore_backup
 from rag_api.ops.backup.take import take_backup
 from rag_api.ops.check.run import run_check
@@ -20,7 +20,7 @@ class LocalOps:
 
     where = "this process"
 
-    def __init__(self, hub: Hub) -> None:
+    def __init__(self, hub: Catalog) -> None:
         self.hub = hub
 
     def check(

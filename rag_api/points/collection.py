@@ -20,6 +20,7 @@ from rag_api.embedding.bm25 import SparseEncoder, sparse_encoder
 from rag_api.embedding.dims import offline_problem
 from rag_api.embedding.embedders import Embedders
 from rag_api.errors import DimensionMismatch, EmbedderMismatch
+from rag_api.llm.rerankers import Rerankers
 from rag_api.points import generations
 from rag_api.points.locks import ReadWriteLock
 from rag_api.points.repetition import Repetition
@@ -60,12 +61,14 @@ class Collection:
         kb_path: Path | None,
         store: Store,
         embedders: Embedders,
+        rerankers: Rerankers,
     ) -> None:
         self.name = name
         self.cfg = cfg
         self.kb_path = kb_path
         self.store = store
         self.embedders = embedders
+        self.rerankers = rerankers
         self._points_lock = ReadWriteLock()
         self._target_lock = ReadWriteLock()
         self.syncing = threading.RLock()  # one folder reconcile at a time (rag_api.indexing.sync)

@@ -3,20 +3,15 @@ and how strongly its best passage answers, comparable across models (docs/routin
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 
-import numpy as np
-
-from rag_api.payload import SOURCE
-from rag_api.points.collection import EVERYTHING, Collection
+from rag_api.points.collection import Collection
+from rag_api.points.typical import TypicalPassages
 from rag_api.search.passage import Passage
 from rag_api.search.retrieval import SearchOutcome, SearchRequest, search
 
-SAMPLE = 256  # stored vectors that stand for a collection's typical passage
 MIN_SAMPLE = 32  # fewer passages than this tell no crowd from the best: the cosine is trusted
 STAND_OUT_FULL = 8.0  # standard deviations above the typical passage that count as certain
-RESAMPLE_DRIFT = 0.25  # renew the sample when the point count moved by this share
 
 
 @dataclass
@@ -81,29 +76,3 @@ def _stand_out(
     cosines = sample @ collection.embed_query(question)
     spread = float(cosines.std())
     return (best.dense_score - float(cosines.mean())) / max(spread, 1e-6)
-
-
-class TypicalPassages:
-    """A fixed sample of each collection's stored vectors, read once and renewed as it grows."""
-
-    def __init__(self) -> None:
-        self._samples: dict[str, tuple[str, int, np.ndarray]] = {}
-        self._lock = threading.Lock()
-
-    def of(self, collection: Collection) -> np.ndarray | None:
-        info = collection.info()
-        if info is None:
-            return None
-        kept = self._samples.get(collection.name)
-        if kept is not None and kept[0] == info.physical and _close(kept[1], info.points):
-            return kept[2]
-        records = collection.records(EVERYTHING, [SOURCE], limit=SAMPLE, dense=True)
-        rows = [r.dense for r in records if r.dense]
-        sample = np.asarray(rows, dtype=np.float32) if rows else np.zeros((0, 0), np.float32)
-        with self._lock:
-            self._samples[collection.name] = (info.physical, info.points, sample)
-        return sample
-
-
-def _close(then: int, now: int) -> bool:
-    return abs(now - then) <= RESAMPLE_DRIFT * max(then, 1)

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
-from weakref import WeakKeyDictionary
 
+from rag_api.catalog import Catalog
 from rag_api.config import Mode
 from rag_api.embedding.languages import text_language
 from rag_api.errors import InvalidRequest
-from rag_api.hub import Hub
 from rag_api.points.collection import Collection
 from rag_api.routing.decide import (
     by_description,
@@ -24,7 +22,7 @@ from rag_api.routing.decide import (
     speaks_the_question,
     strongest_first,
 )
-from rag_api.routing.probe import Probe, TypicalPassages, run_probe
+from rag_api.routing.probe import Probe, run_probe
 from rag_api.routing.signals import (
     analysed,
     declared_matches,
@@ -32,12 +30,9 @@ from rag_api.routing.signals import (
 )
 from rag_api.search.passage import Passage
 from rag_api.search.retrieval import SearchRequest
-from rag_api.store import Store
 from rag_api.store.fusion import rank_fusion
 
 CROSS_RRF_K = 10  # small: the order of each list matters more than its length
-_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="rag-probe")
-_TYPICAL: WeakKeyDictionary[Store, TypicalPassages] = WeakKeyDictionary()  # per opened store
 
 
 @dataclass(frozen=True)
@@ -79,7 +74,7 @@ class RoutedOutcome:
     warning: str | None = None
 
 
-def candidates(hub: Hub, names: tuple[str, ...] | None) -> list[Collection]:
+def candidates(hub: Catalog, names: tuple[str, ...] | None) -> list[Collection]:
     """The collections `auto` chooses among: the named ones (each must exist and be enabled),
     else every enabled collection that routing is enabled for, in collections.yaml's order."""
     if names is not None:
@@ -99,14 +94,14 @@ def candidates(hub: Hub, names: tuple[str, ...] | None) -> list[Collection]:
     return found
 
 
-def route_search(hub: Hub, request: RouteRequest) -> RoutedOutcome:
+def route_search(hub: Catalog, request: RouteRequest) -> RoutedOutcome:
     """Decide where to look, search there, and fuse what was found (see the module docstring)."""
     started = time.perf_counter()
     question = request.search.query
     pool = candidates(hub, request.collections)
     language = text_language(question, [c.cfg.language for c in pool])
     probes = [Probe(c, _signals(question, c, language)) for c in pool]
-    typical = _TYPICAL.setdefault(hub.store, TypicalPassages())
+    typical = hub.typical
     minimum = hub.config.router.min_passages
 
     def probe_all(todo: list[Probe]) -> None:
@@ -114,7 +109,7 @@ def route_search(hub: Hub, request: RouteRequest) -> RoutedOutcome:
         if len(todo) == 1:
             run_probe(todo[0], request.search, typical)
         else:
-            list(_POOL.map(lambda p: run_probe(p, request.search, typical), todo))
+            list(hub.fanout.map(lambda p: run_probe(p, request.search, typical), todo))
 
     chosen, reason = _choose(probes, probe_all)
     if chosen is not None and len(chosen.passages) < minimum and len(probes) > 1:
@@ -200,7 +195,7 @@ def _answering(passages: list[Passage], probes: list[Probe]) -> Collection:
 
 
 def _answer_language(
-    passages: list[Passage], hub: Hub, answering: Collection, asked: str | None
+    passages: list[Passage], hub: Catalog, answering: Collection, asked: str | None
 ) -> str:
     """The answering collection's language; the question's (when guessed) where the passages
     mix languages, or where there are none (the no-evidence answer)."""

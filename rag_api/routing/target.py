@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rag_api.catalog import Catalog
 from rag_api.errors import InvalidRequest
-from rag_api.hub import Hub
 from rag_api.points.collection import Collection
 
 
@@ -24,7 +24,7 @@ class Target:
         return self.collection is None
 
 
-def resolve(hub: Hub, name: str | None, candidates: Sequence[str] | None = None) -> Target:
+def resolve(hub: Catalog, name: str | None, candidates: Sequence[str] | None = None) -> Target:
     """`name` is the router's (or absent while `candidates` are given): `auto`; else the named
     collection (absent: default_collection). `candidates` only with `auto`."""
     chosen = tuple(candidates) if candidates is not None else None

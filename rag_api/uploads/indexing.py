@@ -11,8 +11,8 @@ from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from rag_api.catalog import Catalog
 from rag_api.errors import QueueFull, RagError, UpstreamUnavailable
-from rag_api.hub import Hub
 from rag_api.indexing.sync import file_scope, sync_collection
 from rag_api.uploads.file_status import FileFailures
 from rag_api.uploads.jobs import Job, JobBook, JobFile
@@ -31,7 +31,7 @@ class _Stopping(Exception):
 class IndexQueue:
     """Jobs waiting to be indexed, and the worker that indexes them one file at a time."""
 
-    def __init__(self, hub: Hub, book: JobBook, capacity: int) -> None:
+    def __init__(self, hub: Catalog, book: JobBook, capacity: int) -> None:
         self.hub = hub
         self.book = book
         self.capacity = capacity

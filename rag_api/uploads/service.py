@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rag_api.catalog import Catalog
 from rag_api.errors import FileNotFound
-from rag_api.hub import Hub
 from rag_api.indexing.sync import SyncReport, file_scope, remove_files
 from rag_api.uploads.file_status import HashCache, list_files
 from rag_api.uploads.indexing import IndexQueue
@@ -22,7 +22,7 @@ log = logging.getLogger("rag_api.uploads")
 class Uploads:
     """One per app: its job book (RAG_DATA_DIR/jobs), indexing queue and worker."""
 
-    def __init__(self, hub: Hub) -> None:
+    def __init__(self, hub: Catalog) -> None:
         settings = hub.settings
         self.hub = hub
         self.jobs = JobBook(settings.data_dir / "jobs", settings.upload_history)

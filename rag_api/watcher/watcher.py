@@ -10,8 +10,8 @@ import warnings
 from watchdog.observers import Observer
 from watchdog.observers.api import ObservedWatch
 
+from rag_api.catalog import Catalog
 from rag_api.errors import MassRemoval
-from rag_api.hub import Hub
 from rag_api.indexing.sync import sync_collection
 from rag_api.watcher.events import EVENT_TYPES, FolderEvents
 from rag_api.watcher.pending import Work
@@ -35,7 +35,7 @@ class Watcher:
 
     def __init__(
         self,
-        hub: Hub,
+        hub: Catalog,
         *,
         debounce_s: float | None = None,
         rescan_s: float | None = None,

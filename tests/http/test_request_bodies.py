@@ -9,6 +9,7 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 
 from rag_api.http.app import create_app
+from rag_api.http.openai_errors import app_routes
 from rag_api.kbadmin.models import ChunkFilters, ListChunks
 from rag_api.schema import Body, field_kind
 from rag_api.settings import Settings
@@ -18,7 +19,7 @@ def body_models() -> dict[str, object]:
     app = create_app(Settings())
     return {
         f"{sorted(route.methods)[0]} {route.path}": route.body_field.field_info.annotation
-        for route in app.state.routes
+        for route in app_routes({"app": app})
         if isinstance(route, APIRoute) and route.body_field is not None
     }
 

@@ -10,7 +10,7 @@ import pytest
 from rag_api.errors import ConfigError, InvalidRequest
 from rag_api.indexing.chunking import Chunk
 from rag_api.kbadmin.reads import status
-from rag_api.search.rerank import load_cross_encoder
+from rag_api.llm.rerankers import Rerankers
 from rag_api.search.retrieval import SearchRequest, search
 from tests.conftest import assert_error_shape, hash_collection, write_config
 from tests.support.writes import replace_source
@@ -68,7 +68,10 @@ def test_results_follow_the_cross_encoders_scores(
     )
     candidates = search(kb, SearchRequest(QUERY, top_k=5, rerank=False)).passages
     assert len(candidates) == 5
-    scores = load_cross_encoder(cross_encoder).predict([(QUERY, p.text) for p in candidates])
+    cfg = kb.cfg.rerank
+    assert cfg is not None
+    found = kb.rerankers.get(cfg).scores(QUERY, [p.text for p in candidates])
+    scores = [found[i] for i in range(len(candidates))]
     by_model = sorted(zip(scores, candidates, strict=True), key=lambda pair: -pair[0])
     expected = [p.source for _, p in by_model[:3]]
     assert expected != [p.source for p in candidates[:3]]  # the model disagrees with retrieval
@@ -120,8 +123,16 @@ def test_a_model_that_cannot_load_fails_at_start(make_settings, open_hub, tmp_pa
         hub.load_models()
 
 
-def test_a_model_is_loaded_once_per_process(cross_encoder) -> None:
-    assert load_cross_encoder(cross_encoder) is load_cross_encoder(cross_encoder)
+def test_a_model_is_loaded_once_per_hub_and_each_hub_has_its_own(
+    make_settings, open_hub, tmp_path, cross_encoder
+) -> None:
+    """The hub owns its rerankers (rag_api.llm.rerankers): built once, closed with it."""
+    hub, kb = open_kb(tmp_path, "edge", make_settings, open_hub, {"model": cross_encoder})
+    cfg = kb.cfg.rerank
+    assert cfg is not None
+    assert hub.rerankers.get(cfg) is hub.rerankers.get(cfg)
+    other = Rerankers(hub.settings)
+    assert other.get(cfg) is not hub.rerankers.get(cfg)
 
 
 def test_status_says_where_the_cross_encoder_runs(

@@ -263,7 +263,7 @@ def test_embedded_store_persists_and_is_owned_by_one_process(tmp_path: Path) -> 
     assert "StoreLocked" in other.stderr and "HTTP admin API" in other.stderr
     store.close()
     reopened = EdgeStore(root)
-    assert reopened.resolve("docs") == physical and reopened.count(physical) == 5
+    assert reopened.alias_target("docs") == physical and reopened.count(physical) == 5
     assert json.loads((root / "aliases.json").read_text()) == {"docs": "docs__v1"}
     reopened.close()
 

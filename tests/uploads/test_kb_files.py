@@ -127,7 +127,7 @@ def test_an_upload_beside_a_watcher_is_embedded_once(start, kb: Path) -> None:
     """The watcher sees the uploaded file too; whichever of the two indexes it first, the other
     finds its content stored and embeds nothing: the chunks are embedded exactly once."""
     server = start(watch=True, watch_debounce_s=0.3)
-    watcher = server.app.state.watcher
+    watcher = server.hub.watcher
     counters = lambda: watcher.status()["collections"]["docs"]["counters"]  # noqa: E731
     state = lambda: watcher.status()["collections"]["docs"]  # noqa: E731
     docs = server.hub.collection("docs")
@@ -149,7 +149,7 @@ def test_a_file_the_watcher_could_not_read_is_failed_with_its_reason(start, kb: 
     server = start(watch=True, watch_debounce_s=0.2)
     (kb / "scan.pdf").write_bytes(b"%PDF-1.4\nnot really")
     os.utime(kb / "scan.pdf")
-    watcher = server.app.state.watcher
+    watcher = server.hub.watcher
     wait_for(lambda: "scan.pdf" in watcher.status()["collections"]["docs"]["bad_files"])
     with server.client() as http:
         scan = file_states(http)["scan.pdf"]

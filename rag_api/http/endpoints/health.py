@@ -13,7 +13,6 @@ from rag_api.http.auth import PrincipalDep
 from rag_api.http.deps import OpenedDep
 from rag_api.indexing.kb import folder_problem
 from rag_api.ops.server import readiness
-from rag_api.search.rerank import describe_reranker
 
 router = APIRouter(tags=["health"])
 
@@ -46,7 +45,9 @@ def ready(hub: OpenedDep, principal: PrincipalDep) -> dict[str, Any]:
     # each LLM server's circuit (closed / open / half-open): answers are extractive while open
     circuits = {name: hub.generators.breaker(hub.collections[name].cfg.llm) for name in names}
     llm = {name: breaker.state for name, breaker in sorted(circuits.items()) if breaker}
-    rerankers = {n: r for n in names if (r := describe_reranker(hub.collections[n].cfg.rerank))}
+    rerankers = {
+        n: r for n in names if (r := hub.rerankers.describe(hub.collections[n].cfg.rerank))
+    }
     # each rerank server's circuit: searches keep their retrieval order while open
     rerank = {n: r["circuit"]["state"] for n, r in rerankers.items() if "circuit" in r}
     if not detailed:

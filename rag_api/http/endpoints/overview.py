@@ -14,8 +14,8 @@ from typing import Any
 from fastapi import APIRouter, Depends
 
 from rag_api.errors import KbFolderMissing, StoreUnavailable
-from rag_api.http.auth import KeyringDep, PrincipalDep, require_reader
-from rag_api.http.deps import HubDep, WatcherDep, indexer_status
+from rag_api.http.auth import PrincipalDep, require_reader
+from rag_api.http.deps import HubDep, KeyringDep, WatcherDep, indexer_status
 from rag_api.hub import Hub
 from rag_api.indexing import kb
 from rag_api.ops.backup.retention import last_backups

@@ -11,9 +11,10 @@ from fastapi import APIRouter, Depends, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from rag_api.access.grant import EVERY as EVERY_COLLECTION
-from rag_api.errors import Forbidden
-from rag_api.http.auth import DeclaredBearer, KeyringDep, authorize, principal_of, require_admin
-from rag_api.http.deps import SettingsDep, WatcherDep, indexer_status
+from rag_api.errors import Forbidden, RagError
+from rag_api.http.auth import DeclaredBearer, authorize, principal_of, require_admin
+from rag_api.http.deps import HubDep, KeyringDep, SettingsDep, WatcherDep, indexer_status
+from rag_api.hub import Hub
 from rag_api.observability.metrics import exposition
 
 router = APIRouter(tags=["indexer"])
@@ -38,6 +39,26 @@ async def metrics_reader(
 
 
 @router.get("/metrics", dependencies=[Depends(metrics_reader)], response_class=Response)
-def metrics(request: Request) -> Response:
+def metrics(hub: HubDep) -> Response:
     """Prometheus metrics: requests, latencies, embeddings, LLM, store, indexer, process."""
-    return Response(exposition(request.app), media_type=CONTENT_TYPE_LATEST)
+    text = exposition(_points(hub), _circuits(hub), indexer_status(hub.watcher))
+    return Response(text, media_type=CONTENT_TYPE_LATEST)
+
+
+def _points(hub: Hub) -> dict[str, int]:
+    """Points stored per collection; one the store cannot read now is left out (/ready and
+    check say why)."""
+    points = {}
+    for name in hub.collections:
+        try:
+            info = hub.store.info(name)
+        except RagError:
+            continue
+        points[name] = info.points if info is not None else 0
+    return points
+
+
+def _circuits(hub: Hub) -> dict[str, str]:
+    """The state of each collection's LLM server's circuit (none for extractive answers)."""
+    breakers = {name: hub.generators.breaker(c.cfg.llm) for name, c in hub.collections.items()}
+    return {name: breaker.state for name, breaker in breakers.items() if breaker is not None}

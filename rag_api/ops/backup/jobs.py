@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from rag_api.catalog import Catalog
 from rag_api.errors import JobNotFound, RagError
-from rag_api.hub import Hub
 from rag_api.ops.backup.take import take_backup
 
 Status = Literal["queued", "running", "done", "failed"]
@@ -38,17 +38,17 @@ class BackupJobs:
     """A hub's backup jobs; one worker runs them in order (a backup reads whole collections: two
     at once would only compete for the same disk)."""
 
-    _of: weakref.WeakKeyDictionary[Hub, BackupJobs] = weakref.WeakKeyDictionary()
+    _of: weakref.WeakKeyDictionary[Catalog, BackupJobs] = weakref.WeakKeyDictionary()
     _of_lock = threading.Lock()
 
-    def __init__(self, hub: Hub) -> None:
+    def __init__(self, hub: Catalog) -> None:
         self._hub = weakref.ref(hub)
         self._jobs: dict[str, BackupJob] = {}
         self._lock = threading.Lock()
         self._run = threading.Lock()
 
     @classmethod
-    def of(cls, hub: Hub) -> BackupJobs:
+    def of(cls, hub: Catalog) -> BackupJobs:
         with cls._of_lock:
             jobs = cls._of.get(hub)
             if jobs is None:

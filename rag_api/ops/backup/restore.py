@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rag_api.catalog import Catalog
 from rag_api.config import CollectionConfig
 from rag_api.errors import BackupInvalid, EmbedderMismatch
-from rag_api.hub import Hub
 from rag_api.ops.backup import file_format as fmt
 from rag_api.ops.migrate.run import exclusive, switch_embedder
 from rag_api.ops.migrate.versions import EmbedderHistory, versions
@@ -60,7 +60,7 @@ class RestoreResult:
 
 
 def restore_backup(
-    hub: Hub,
+    hub: Catalog,
     path: Path,
     names: list[str] | None = None,
     as_name: str | None = None,
@@ -96,7 +96,7 @@ def restore_backup(
     return result
 
 
-def _check_embedder(hub: Hub, target: str, header: fmt.Header, adopt: bool) -> None:
+def _check_embedder(hub: Catalog, target: str, header: fmt.Header, adopt: bool) -> None:
     collection = hub.collections.get(target)
     if collection is None or adopt:
         return
@@ -110,7 +110,7 @@ def _check_embedder(hub: Hub, target: str, header: fmt.Header, adopt: bool) -> N
 
 
 def _restore_one(
-    hub: Hub, path: Path, entry: dict[str, Any], header: fmt.Header, target: str, adopt: bool
+    hub: Catalog, path: Path, entry: dict[str, Any], header: fmt.Header, target: str, adopt: bool
 ) -> Restored:
     store = hub.store
     collection = hub.collections.get(target)

@@ -28,8 +28,8 @@ from typing import Any
 
 from rag_api import version
 from rag_api.atomic import write_atomically
+from rag_api.catalog import Catalog
 from rag_api.errors import InsufficientStorage, RagError
-from rag_api.hub import Hub
 from rag_api.ops.backup import file_format as fmt
 from rag_api.ops.backup.writer import write_aside
 from rag_api.points.collection import Collection
@@ -105,7 +105,7 @@ def read_collection(
 
 
 def take_backup(
-    hub: Hub, names: list[str] | None = None, to: Path | None = None, in_server: bool = False
+    hub: Catalog, names: list[str] | None = None, to: Path | None = None, in_server: bool = False
 ) -> BackupResult:
     """Back up these collections (default: every configured one) into a new folder under `to`
     (default RAG_BACKUP_DIR); retention prunes that folder's older backups when `to` is unset.

@@ -8,8 +8,8 @@ import tempfile
 from itertools import islice
 from pathlib import Path
 
+from rag_api.catalog import Catalog
 from rag_api.errors import RagError
-from rag_api.hub import Hub
 from rag_api.ops.backup import file_format as fmt
 from rag_api.ops.backup.restore import restore_backup
 from rag_api.ops.backup.retention import last_backups
@@ -18,7 +18,7 @@ from rag_api.store import PointData
 SAMPLE = 16  # points compared whole, the first of the backup's file
 
 
-def verify_last_backup(hub: Hub, name: str) -> str | None:
+def verify_last_backup(hub: Catalog, name: str) -> str | None:
     """Why `name`'s newest backup would not restore as it was taken, or None when it does."""
     last = last_backups(hub.settings.backups_path).get(name)
     if last is None:
@@ -27,7 +27,7 @@ def verify_last_backup(hub: Hub, name: str) -> str | None:
         scratch_settings = hub.settings.model_copy(
             update={"data_dir": Path(tmp), "qdrant_url": None, "backup_dir": None}
         )
-        scratch = Hub.open(scratch_settings)
+        scratch = Catalog.open(scratch_settings)
         try:
             return _compare(scratch, last.path, name)
         except RagError as exc:
@@ -36,7 +36,7 @@ def verify_last_backup(hub: Hub, name: str) -> str | None:
             scratch.close()
 
 
-def _compare(scratch: Hub, path: Path, name: str) -> str | None:
+def _compare(scratch: Catalog, path: Path, name: str) -> str | None:
     restore_backup(scratch, path, [name])
     entry = fmt.read_manifest(path)["collections"][name]
     header = fmt.read_header(path, name, entry)

@@ -6,9 +6,9 @@ import logging
 import time
 from datetime import UTC, datetime
 
+from rag_api.catalog import Catalog
 from rag_api.errors import RagError
 from rag_api.evaluation.history import nightly
-from rag_api.hub import Hub
 from rag_api.ops.backup.retention import backup_age
 from rag_api.ops.backup.verify import verify_last_backup
 from rag_api.ops.check.findings import ERROR, CheckReport, CollectionResult, Finding
@@ -22,7 +22,7 @@ DEFAULT_SAMPLE = 16
 
 
 def run_check(
-    hub: Hub,
+    hub: Catalog,
     name: str | None = None,
     repair: bool = False,
     sample: int = DEFAULT_SAMPLE,
@@ -56,7 +56,7 @@ def run_check(
 
 
 def check_collection(
-    hub: Hub, name: str, repair: bool, sample: int, explicit: bool = False
+    hub: Catalog, name: str, repair: bool, sample: int, explicit: bool = False
 ) -> CollectionResult:
     """One collection's findings; with `repair`, the repairs made and which findings they fixed."""
     collection = hub.collections[name]

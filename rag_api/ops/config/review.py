@@ -12,8 +12,8 @@ from rag_api.errors import RagError, redact
 from rag_api.evaluation.questions import configured_file, load_questions
 from rag_api.indexing import ocr
 from rag_api.indexing.kb import folder_problem
+from rag_api.llm.rerankers import Rerankers, RerankUnavailable
 from rag_api.providers import EMBEDDERS
-from rag_api.search import rerank_server
 from rag_api.settings import Settings
 
 
@@ -47,7 +47,7 @@ def review(settings: Settings, config: HubConfig, online: bool = False) -> list[
         elif problem := (_asked(settings, embedder) if online else offline_problem(embedder)):
             item.problems.append(problem)
         _review_devices(item, name, cfg)
-        _review_reranker(item, cfg, online)
+        _review_reranker(item, settings, cfg, online)
         if (
             note := _weighting_note(cfg.retrieval.side_weights, embedder, cfg.language)
         ) is not None:
@@ -94,7 +94,7 @@ def _review_devices(item: Review, name: str, cfg: CollectionConfig) -> None:
             )
 
 
-def _review_reranker(item: Review, cfg: CollectionConfig, online: bool) -> None:
+def _review_reranker(item: Review, settings: Settings, cfg: CollectionConfig, online: bool) -> None:
     """A rerank server: asked once with --online, else a note."""
     rerank = cfg.rerank
     if rerank is None or rerank.provider != "http":
@@ -103,8 +103,8 @@ def _review_reranker(item: Review, cfg: CollectionConfig, online: bool) -> None:
         item.notes.append(f"rerank server {redact(rerank.base_url)} not checked: --online asks it")
         return
     try:
-        rerank_server.scores(rerank, "config check", ["config check"])
-    except rerank_server.RerankUnavailable as exc:
+        Rerankers(settings).get(rerank).scores("config check", ["config check"])
+    except RerankUnavailable as exc:
         item.problems.append(f"rerank model '{rerank.model}': {exc}")
 
 

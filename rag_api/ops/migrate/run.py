@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ConfigDict
 
+from rag_api.catalog import Catalog
 from rag_api.config import EmbedderConfig
 from rag_api.embedding.dims import offline_problem
 from rag_api.errors import (
@@ -21,7 +22,6 @@ from rag_api.errors import (
     MigrationInProgress,
     NoPreviousCollection,
 )
-from rag_api.hub import Hub
 from rag_api.ops.migrate.copy import CopyStats, copy_points, fingerprints
 from rag_api.ops.migrate.verify import top5_overlap
 from rag_api.ops.migrate.versions import EmbedderHistory, versions
@@ -32,8 +32,6 @@ from rag_api.store import Layout, physical_name, version_of
 log = logging.getLogger("rag_api.ops.migrate.run")
 MAX_PASSES = 3  # copy passes before the final catch-up under the write gate
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
-_active: set[tuple[int, str]] = set()
-_active_lock = threading.Lock()
 
 
 @dataclass
@@ -77,7 +75,7 @@ class MigrationResult:
         return asdict(self)
 
 
-def plan_migration(hub: Hub, name: str, new: EmbedderConfig) -> MigrationPlan:
+def plan_migration(hub: Catalog, name: str, new: EmbedderConfig) -> MigrationPlan:
     """What `migrate` would do: live and target collections, chunk count, old and new model."""
     problem = offline_problem(new)  # `config check` says the same of collections.yaml
     if problem is not None:
@@ -122,12 +120,12 @@ class MigrateBody(Body):
     embedder: EmbedderConfig | None = None
     rollback: bool = False
 
-    def plan(self, hub: Hub) -> MigrationPlan:
+    def plan(self, hub: Catalog) -> MigrationPlan:
         return plan_request(hub, self.collection, self.embedder, self.rollback)
 
 
 def plan_request(
-    hub: Hub, name: str, embedder: EmbedderConfig | None, rollback: bool
+    hub: Catalog, name: str, embedder: EmbedderConfig | None, rollback: bool
 ) -> MigrationPlan:
     """The plan of a migration to `embedder`, or of a rollback."""
     if rollback:
@@ -137,7 +135,7 @@ def plan_request(
     return plan_migration(hub, name, embedder)
 
 
-def plan_rollback(hub: Hub, name: str) -> MigrationPlan:
+def plan_rollback(hub: Catalog, name: str) -> MigrationPlan:
     """A migration back to the collection the live one replaced, with the embedder it had."""
     collection = hub.collection(name, enabled_only=False)
     info = collection.info(refresh=True)
@@ -165,7 +163,7 @@ def plan_rollback(hub: Hub, name: str) -> MigrationPlan:
 
 
 def run_migration(
-    hub: Hub,
+    hub: Catalog,
     plan: MigrationPlan,
     progress: Progress | None = None,
     cancel: threading.Event | None = None,
@@ -184,7 +182,7 @@ def run_migration(
             return result
         hub.embedders.check_dimension(new, name)
         target = Collection(name, collection.cfg.model_copy(update={"embedder": new}), None,
-                            collection.store, hub.embedders)  # fmt: skip
+                            collection.store, hub.embedders, hub.rerankers)  # fmt: skip
         _prepare_target(collection, plan)
         known = fingerprints(target, plan.target)  # kept current by every pass: read once
         stats = _copy_pass(collection, target, plan, result, known, progress, cancel)
@@ -210,7 +208,7 @@ def run_migration(
 
 
 def switch_embedder(
-    hub: Hub, collection: Collection, new: EmbedderConfig, physical: str | None
+    hub: Catalog, collection: Collection, new: EmbedderConfig, physical: str | None
 ) -> None:
     """Point the alias at `physical` and the collection at `new` together (searches wait)."""
     cfg = collection.cfg.model_copy(update={"embedder": new})
@@ -220,7 +218,7 @@ def switch_embedder(
     )
 
 
-def drop_old(hub: Hub, name: str) -> list[str]:
+def drop_old(hub: Catalog, name: str) -> list[str]:
     """Delete every physical collection of `name` but the live one; returns their names."""
     collection = hub.collection(name, enabled_only=False)
     with exclusive(hub, name):
@@ -235,24 +233,17 @@ def drop_old(hub: Hub, name: str) -> list[str]:
 
 
 @contextmanager
-def exclusive(hub: Hub, name: str) -> Iterator[None]:
-    """One migration (or drop) per collection at a time in this process."""
-    key = (id(hub), name)
-    with _active_lock:
-        if key in _active:
-            raise MigrationInProgress(f"a migration of '{name}' is already running")
-        _active.add(key)
-    try:
+def exclusive(hub: Catalog, name: str) -> Iterator[None]:
+    """One migration (or drop, or restore) per collection at a time in this hub."""
+    with hub.operations.hold(
+        name, lambda: MigrationInProgress(f"a migration of '{name}' is already running")
+    ):
         yield
-    finally:
-        with _active_lock:
-            _active.discard(key)
 
 
-def migrating(hub: Hub, name: str) -> bool:
+def migrating(hub: Catalog, name: str) -> bool:
     """Whether a migration (or a drop of old versions) of `name` runs in this process now."""
-    with _active_lock:
-        return (id(hub), name) in _active
+    return hub.operations.held(name)
 
 
 def _prepare_target(collection: Collection, plan: MigrationPlan) -> None:
@@ -302,7 +293,7 @@ def _verify(collection: Collection, plan: MigrationPlan) -> None:
         )
 
 
-def _record(hub: Hub, collection: Collection, plan: MigrationPlan) -> None:
+def _record(hub: Catalog, collection: Collection, plan: MigrationPlan) -> None:
     assert plan.live is not None and plan.target is not None
     history = EmbedderHistory(hub.settings.data_dir, collection.name)
     if history.get(plan.live) is None and plan.old_embedder == collection.embedder_id:

@@ -3,13 +3,13 @@ read and written with its embedder loaded. /ready and `rag-hub check` report fro
 
 from __future__ import annotations
 
+from rag_api.catalog import Catalog
 from rag_api.errors import RagError
-from rag_api.hub import Hub
 from rag_api.payload import SOURCE
 from rag_api.store import Selector
 
 
-def problems(hub: Hub) -> dict[str, RagError]:
+def problems(hub: Catalog) -> dict[str, RagError]:
     """What keeps the hub from serving reads and writes: "store", "disk" or a collection -> why."""
     try:
         hub.store.physical_collections()
@@ -32,7 +32,7 @@ def problems(hub: Hub) -> dict[str, RagError]:
     return found
 
 
-def disk_problem(hub: Hub) -> RagError | None:
+def disk_problem(hub: Catalog) -> RagError | None:
     """Why the embedded store refuses writes for lack of disk space (None: it has room, or the
     store is a server whose disk is not ours)."""
     disk = getattr(hub.store, "disk", None)

@@ -10,6 +10,7 @@ import pytest
 from rag_api.config import parse_config
 from rag_api.embedding.dims import local_folder
 from rag_api.embedding.embedders import Embedders
+from rag_api.llm.rerankers import Rerankers
 from rag_api.points.collection import Collection
 from rag_api.settings import Settings
 from rag_api.store import open_store
@@ -151,7 +152,7 @@ def test_the_migration_hint_never_suggests_an_impossible_size(tmp_path: Path, kb
     settings = Settings(data_dir=tmp_path / "data", qdrant_url=":memory:")
     store = open_store(settings)
     try:
-        collection = Collection("docs", wrong, kb, store, Embedders(settings))
+        collection = Collection("docs", wrong, kb, store, Embedders(settings), Rerankers(settings))
         hint = collection.migrate_hint()
         assert "--dim 385" not in hint and "384" in hint
     finally:

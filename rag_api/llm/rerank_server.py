@@ -1,12 +1,12 @@
 """A rerank server: `POST {base_url}/rerank` with `{model, query, documents, top_n}`, answered with
 `{"results": [{"index", "relevance_score"}]}` — the API of llama.cpp's server, Hugging Face TEI,
-Infinity and vLLM, and the shape Jina's and Cohere's use. One circuit breaker per server, as for
-the LLM upstreams: a dead server costs one bounded wait, then searches skip it for the cool-down.
+Infinity and vLLM, and the shape Jina's and Cohere's use. One circuit breaker per server and hub
+(rag_api.llm.rerankers), as for the LLM upstreams: a dead server costs one bounded wait, then
+searches skip it for the cool-down.
 """
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 from collections.abc import Sequence
@@ -14,49 +14,28 @@ from typing import Any
 
 import httpx
 
-from rag_api.config import RerankConfig, RerankTimeouts
+from rag_api.config import RerankTimeouts
 from rag_api.errors import redact
 from rag_api.llm.breaker import CircuitBreaker
-
-# the breaker's thresholds: the hub's LLM settings (RAG_LLM_FAILURES, RAG_LLM_COOLDOWN_S), set by
-# Hub.open; these are their defaults
-_breaking = {"failures": 3, "cooldown": 30.0}
 
 
 class RerankUnavailable(Exception):
     """The server could not rerank (down, slow, an error, or an answer that is not one)."""
 
 
-def configure(failures: int, cooldown: float) -> None:
-    """The breaker thresholds of servers met from now on (the hub's LLM breaker settings)."""
-    _breaking.update(failures=failures, cooldown=cooldown)
+class RerankServer:
+    """One rerank server, with its circuit breaker (`failures` in a row open it for `cooldown` s)."""
 
-
-def scores(cfg: RerankConfig, query: str, documents: Sequence[str]) -> dict[int, float]:
-    """Each document's relevance by its index (a server honouring a smaller `top_n` may leave some
-    out); raises RerankUnavailable at once while the server's circuit is open."""
-    return _server_of(cfg).scores(cfg.model, query, documents)
-
-
-def breaker(cfg: RerankConfig) -> CircuitBreaker:
-    return _server_of(cfg).breaker
-
-
-def _server_of(cfg: RerankConfig) -> _Server:
-    return _server(cfg.base_url or "", cfg.api_key_env, cfg.timeouts)
-
-
-@functools.lru_cache(maxsize=16)
-def _server(base_url: str, api_key_env: str | None, timeouts: RerankTimeouts) -> _Server:
-    return _Server(base_url, api_key_env, timeouts)
-
-
-class _Server:
-    def __init__(self, base_url: str, api_key_env: str | None, timeouts: RerankTimeouts) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        api_key_env: str | None,
+        timeouts: RerankTimeouts,
+        failures: int,
+        cooldown: float,
+    ) -> None:
         self.url = base_url.rstrip("/") + "/rerank"
-        self.breaker = CircuitBreaker(
-            f"rerank server at {redact(base_url)}", _breaking["failures"], _breaking["cooldown"]
-        )
+        self.breaker = CircuitBreaker(f"rerank server at {redact(base_url)}", failures, cooldown)
         key = os.environ.get(api_key_env, "") if api_key_env else ""
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._client = httpx.Client(
