@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, field_validator
@@ -13,11 +13,9 @@ from rag_api.catalog import Catalog
 from rag_api.config import ChunkType, Mode, check_metadata_keys
 from rag_api.metadata import MAX_KEYS, value_problem
 from rag_api.observability.metrics import observe_stages
-from rag_api.points.collection import Collection
-from rag_api.routing import RouteRequest, resolve, route_search
+from rag_api.routing import Found, resolve, search_target
 from rag_api.schema import Body
-from rag_api.search.passage import Passage
-from rag_api.search.retrieval import SearchRequest, search
+from rag_api.search.retrieval import SearchRequest
 
 MetadataValue = str | int | float | bool
 SOURCES_MAX = 1024  # documents in one query's allowlist
@@ -108,51 +106,26 @@ class QueryBody(SearchFields):
         )
 
 
-@dataclass
-class Retrieved:
-    """A query's passages and who answers from them: the named collection, or the one `auto`
-    chose (with `routing` and the answer's language, rag_api.routing)."""
-
-    collection: Collection
-    passages: list[Passage]
-    head: dict[str, Any]  # collection, mode, and `routing` from auto
-    timings_ms: dict[str, float]
-    warning: str | None = None
-    language: str | None = None
-
-
-def retrieve(hub: Catalog, collection: str, body: QueryBody) -> Retrieved:
+def find(hub: Catalog, collection: str, body: QueryBody) -> Found:
     """The passages for `body` from `collection`, or from where `auto` routes it."""
-    target = resolve(hub, collection, body.collections)
-    if target.collection is None:
-        routed = route_search(hub, RouteRequest(body.search_request(), target.candidates))
-        head = {"collection": collection, "mode": routed.mode}
-        head["routing"] = routed.routing.as_dict()
-        timings = dict(routed.timings_ms)
-        return Retrieved(
-            routed.answering, routed.passages, head, timings, routed.warning, routed.language
-        )
-    kb = target.collection
-    outcome = search(kb, body.search_request())
-    head = {"collection": kb.name, "mode": outcome.mode}
-    return Retrieved(kb, outcome.passages, head, dict(outcome.timings_ms), outcome.warning)
+    return search_target(hub, resolve(hub, collection, body.collections), body.search_request())
 
 
 def run_query(hub: Catalog, collection: str, body: QueryBody) -> dict[str, Any]:
     """Answer a question from one collection (or the ones `auto` routes it to), with the
     passages it is grounded in."""
     started = time.perf_counter()
-    found = retrieve(hub, collection, body)
+    found = find(hub, collection, body)
     kb, passages, timings, warning = (
-        found.collection,
+        found.answering,
         found.passages,
         found.timings_ms,
         found.warning,
     )
-    response: dict[str, Any] = dict(found.head)
+    response: dict[str, Any] = found.head()
     if body.generate:
         generation_started = time.perf_counter()
-        result = answer(hub.generators, kb, body.query, passages, language=found.language)
+        result = answer(hub.generators, kb, body.query, passages, language=found.routed_language)
         response["answer"] = result.text()
         timings["generate"] = round((time.perf_counter() - generation_started) * 1000, 3)
         observe_stages(kb.name, {"generate": timings["generate"]})

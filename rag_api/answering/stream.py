@@ -20,7 +20,7 @@ from typing import Any
 
 from rag_api.answering.answer import AnswerStream, answer
 from rag_api.answering.frames import frame
-from rag_api.answering.query import QueryBody, retrieve
+from rag_api.answering.query import QueryBody, find
 from rag_api.catalog import Catalog
 from rag_api.errors import RagError
 from rag_api.observability.metrics import observe_stages
@@ -31,10 +31,10 @@ class QueryEvents:
 
     def __init__(self, hub: Catalog, collection: str, body: QueryBody) -> None:
         self.started = time.perf_counter()
-        found = retrieve(hub, collection, body)  # a named collection, or where `auto` routes it
+        found = find(hub, collection, body)  # a named collection, or where `auto` routes it
         self.timings: dict[str, float] = found.timings_ms
-        self.head = found.head
-        self.answering = found.collection.name  # the named collection, or the one auto chose
+        self.head = found.head()
+        self.answering = found.answering.name  # the named collection, or the one auto chose
         self.warning = found.warning
         self.answer: AnswerStream | None = None
         self.passages = found.passages
@@ -43,10 +43,10 @@ class QueryEvents:
             self.start = partial(
                 answer,
                 hub.generators,
-                found.collection,
+                found.answering,
                 body.query,
                 found.passages,
-                language=found.language,
+                language=found.routed_language,
             )
 
     def __iter__(self) -> Iterator[str]:

@@ -18,8 +18,9 @@ from rag_api.kbadmin.models import ChunkFilters, Context, Search
 from rag_api.llm.prompts import pack
 from rag_api.payload import CHUNK_TYPES, DYNAMIC, SOURCE, StoredChunk
 from rag_api.points.collection import Collection
+from rag_api.routing import Found, Target, search_target
 from rag_api.search.passage import Passage
-from rag_api.search.retrieval import SearchOutcome, SearchRequest, search
+from rag_api.search.retrieval import SearchRequest, search
 from rag_api.store import Selector
 
 RANKED_MAX = 1000  # a listing ordered by a query ranks at most this many chunks
@@ -101,57 +102,36 @@ def list_chunks(
     return body
 
 
-def run_search(collection: Collection, request: Search) -> SearchOutcome:
-    """The injection's own retrieval (same algorithm, thresholds and filters)."""
-    return search(collection, request.search_request())
+def run_search(hub: Catalog, target: Target, request: Search) -> Found:
+    """The injection's own retrieval (same algorithm, thresholds and filters) where `target`
+    points: one collection, or where `auto` routes it."""
+    return search_target(hub, target, request.search_request())
 
 
-def search_results(collection: Collection, request: Search) -> dict[str, Any]:
-    """/search: what the injection would retrieve, with scores."""
-    outcome = run_search(collection, request)
-    return search_body(request, collection.name, outcome.mode, outcome.passages)
+def search_results(hub: Catalog, target: Target, request: Search) -> dict[str, Any]:
+    """/search: what the injection would retrieve, with scores (each result naming its
+    collection; through `auto`, the `routing` block too)."""
+    found = run_search(hub, target, request)
+    results = [result_view(p) for p in found.passages]
+    return {"query": request.query, "count": len(results), "results": results} | found.head()
 
 
-def search_body(request: Search, name: str, mode: str, passages: list[Passage]) -> dict[str, Any]:
-    """The /search answer, for one collection or for `auto` (rag_api.kbadmin.routed)."""
-    results = [result_view(p) for p in passages]
-    return {
-        "query": request.query,
-        "count": len(results),
-        "results": results,
-        "collection": name,
-        "mode": mode,
-    }
-
-
-def context(collection: Collection, request: Context) -> dict[str, Any]:
-    """/context: the block the pipeline injects, ready to use, and what it was built from."""
+def context(hub: Catalog, target: Target, request: Context) -> dict[str, Any]:
+    """/context: the block the pipeline injects, ready to use, and what it was built from; the
+    header in the language asked for, else the answer's (through `auto`, rag_api.routing)."""
     started = time.perf_counter()
-    outcome = run_search(collection, request)
-    language = request.language or collection.cfg.language
-    return context_body(
-        collection.name, outcome.mode, language, outcome.passages, outcome.timings_ms, started
-    )
-
-
-def context_body(
-    name: str,
-    mode: str,
-    language: str,
-    passages: list[Passage],
-    timings_ms: dict[str, float],
-    started: float,
-) -> dict[str, Any]:
-    """The /context answer, for one collection or for `auto` (rag_api.kbadmin.routed);
-    `started` is when the request's work began."""
-    timings = {**timings_ms, "total": round((time.perf_counter() - started) * 1000, 3)}
+    found = run_search(hub, target, request)
+    language = request.language or found.language
+    timings = {**found.timings_ms, "total": round((time.perf_counter() - started) * 1000, 3)}
+    head = found.head()
+    routing = head.pop("routing", None)
     return {
-        "block": context_block(language, passages),
-        "results": [result_view(p) for p in passages],
-        "injected": len(passages),
-        "collection": name,
-        "mode": mode,
+        "block": context_block(language, found.passages),
+        "results": [result_view(p) for p in found.passages],
+        "injected": len(found.passages),
+        **head,
         "timings_ms": timings,
+        **({"routing": routing} if routing is not None else {}),
     }
 
 

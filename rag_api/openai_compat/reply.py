@@ -20,9 +20,8 @@ from rag_api.openai_compat.conversation import Conversation
 from rag_api.openai_compat.model_names import direct_collection, target
 from rag_api.openai_compat.tasks import TaskPrompt, task_prompt
 from rag_api.points.collection import Collection
-from rag_api.routing import RoutedOutcome, RouteRequest, route_search
-from rag_api.routing.route import candidates
-from rag_api.search.retrieval import SearchRequest, search
+from rag_api.routing import Target, candidates, search_target
+from rag_api.search.retrieval import SearchRequest
 
 _CITATION = re.compile(r"\[(\d+)\]")
 
@@ -146,7 +145,7 @@ def start_reply(
         return _without_retrieval(
             hub,
             model,
-            collection or _reader(hub),
+            collection or _fallback(hub),
             conversation,
             task,
             temperature,
@@ -154,19 +153,16 @@ def start_reply(
             options or Options(),
             format_param,
         )
-    routing: dict[str, Any] | None = None
-    language: str | None = None
-    collection = target(hub, model).collection
-    if collection is None:  # `auto`: the collection that answers is known once routed
-        routed = _route(hub, conversation, filters)
-        collection, passages, warning = routed.answering, routed.passages, routed.warning
-        routing, language = routed.routing.as_dict(), routed.language
+    to = target(hub, model)
+    if to.collection is not None:  # a named collection's limits refuse before the search
+        check_support(hub, to.collection, options or Options(), format_param)
+    query = SearchRequest(query=retrieval_query(conversation, _reader(hub, to, conversation)))
+    found = search_target(hub, to, filters.applied(query))
+    collection, passages, warning = found.answering, found.passages, found.warning
+    routing = found.routing.as_dict() if found.routing is not None else None
+    language = found.routed_language
+    if to.collection is None:  # `auto`: the collection that answers is known once routed
         check_support(hub, collection, options or Options(), format_param)
-    else:  # refused before the search
-        check_support(hub, collection, options or Options(), format_param)
-        query = SearchRequest(query=retrieval_query(conversation, collection))
-        outcome = search(collection, filters.applied(query))
-        passages, warning = outcome.passages, outcome.warning
     start = partial(
         answer,
         hub.generators,
@@ -247,17 +243,17 @@ def check_support(
         )
 
 
-def _route(hub: Catalog, conversation: Conversation, filters: Filters) -> RoutedOutcome:
-    """`auto`: a follow-up is recognised with the analyser of a collection in the question's
-    language (else the default collection's), then routed like any question."""
+def _reader(hub: Catalog, to: Target, conversation: Conversation) -> Collection:
+    """The collection whose analyser recognises a follow-up: the named one; for `auto`, one in
+    the question's language (else `_fallback`'s), then routed like any question."""
+    if to.collection is not None:
+        return to.collection
     routable = candidates(hub, None)
     language = text_language(conversation.question, [c.cfg.language for c in routable])
-    reader = next((c for c in routable if c.cfg.language == language), _reader(hub))
-    query = SearchRequest(query=retrieval_query(conversation, reader))
-    return route_search(hub, RouteRequest(filters.applied(query)))
+    return next((c for c in routable if c.cfg.language == language), _fallback(hub))
 
 
-def _reader(hub: Catalog) -> Collection:
+def _fallback(hub: Catalog) -> Collection:
     """`auto`'s collection when nothing else decides: default_collection, or the key's first."""
     return hub.collection() if hub.default_visible() else candidates(hub, None)[0]
 

@@ -19,7 +19,6 @@ from rag_api.http.deps import HubDep, WatcherDep, indexer_status
 from rag_api.http.hot_reads import HotRead
 from rag_api.hub import Hub
 from rag_api.kbadmin import models, reads, writes
-from rag_api.kbadmin import routed as auto
 from rag_api.points.collection import Collection
 from rag_api.routing import named, resolve
 
@@ -77,18 +76,14 @@ def chunks_list(
 def search(body: models.Search, hub: HubDep, collection: CollectionParam = None) -> Response:
     """Passages for the query from the collection, or from where `auto` routes it."""
     target = resolve(hub, named(body.collection, collection), body.collections)
-    if target.collection is None:
-        return declared(answers.SearchResults, auto.search_results(hub, body))
-    return declared(answers.SearchResults, reads.search_results(target.collection, body))
+    return declared(answers.SearchResults, reads.search_results(hub, target, body))
 
 
 @router.post("/context", dependencies=READ, response_model=answers.ContextBlock, **EXACT)
 def context(body: models.Context, hub: HubDep, collection: CollectionParam = None) -> Response:
     """The passages as one block for a prompt, from the collection or from where `auto` routes."""
     target = resolve(hub, named(body.collection, collection), body.collections)
-    if target.collection is None:
-        return declared(answers.ContextBlock, auto.context(hub, body))
-    return declared(answers.ContextBlock, reads.context(target.collection, body))
+    return declared(answers.ContextBlock, reads.context(hub, target, body))
 
 
 # the reads rag_api.http.hot_reads serves without FastAPI's per-request work (never with a query
