@@ -18,22 +18,17 @@ import argparse
 import multiprocessing
 import shutil
 import tempfile
-import threading
 import time
 from multiprocessing import Queue
 from pathlib import Path
 
 import httpx
-import uvicorn
 
-from rag_api.config import yaml_text
-from rag_api.http.app import create_app
 from rag_api.hub import Hub
-from rag_api.indexing.chunking import Chunk
-from rag_api.indexing.ingest import DocumentWrite, write_documents
 from rag_api.ops.backup.restore import restore_backup
-from rag_api.settings import Settings
-from rag_api.store import Selector
+from scripts.evallib.hub import HASH, write_numbered, written_settings
+from scripts.evallib.server import app_server
+from scripts.evallib.stats import nearest_p95_ms
 
 WORDS = ("invoice refund printer warranty router backup license tablet cloud otter heron lynx "
          "badger falcon marten ibex gecko Lisbon Oslo Quito Hanoi Tunis Perth Lima Riga").split()  # fmt: skip
@@ -47,23 +42,8 @@ def text(n: int) -> str:
 
 def fill(hub: Hub, chunks: int) -> None:
     collection = hub.collection("b")
-    writes = []
-    for s in range(0, chunks, 10):
-        source = f"api/{s}"
-        part = [Chunk(text(s + i), source, i) for i in range(10)]
-        writes.append(
-            DocumentWrite(collection, Selector(sources=(source,)), part, {"origin": "api"})
-        )
-        if len(writes) == 50:
-            write_documents(collection, writes)
-            writes = []
-    write_documents(collection, writes)
+    write_numbered(collection, chunks, text, {"origin": "api"})
     collection.optimize()
-
-
-def p95(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[int(0.95 * (len(ordered) - 1))] * 1000 if ordered else float("nan")
 
 
 def calls(url: str, k: int, callers: int, until: float, out: Queue) -> None:
@@ -119,12 +99,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=8766)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        config = Path(tmp, "collections.yaml")
-        entry = {"embedder": {"provider": "hash", "model": "bench", "dim": 384},
-                 "llm": {"provider": "extractive"}}  # fmt: skip
-        config.write_text(yaml_text({"default_collection": "b", "collections": {"b": entry}}))
-        settings = Settings(config=config, data_dir=Path(tmp, "data"), host="127.0.0.1",
-                            port=args.port, ollama_url="http://127.0.0.1:9")  # fmt: skip
+        entry = {"embedder": HASH, "llm": {"provider": "extractive"}}
+        settings = written_settings(Path(tmp), {"b": entry}, host="127.0.0.1", port=args.port,
+                                    ollama_url="http://127.0.0.1:9")  # fmt: skip
         hub = Hub.open(settings)
         started = time.perf_counter()
         fill(hub, args.chunks)
@@ -138,41 +115,31 @@ def main() -> None:
             p.stat().st_blocks * 512 for p in Path(tmp, "plain-copy").rglob("*") if p.is_file()
         )
 
-        app = create_app(settings, hub=hub)
-        server = uvicorn.Server(
-            uvicorn.Config(app, host="127.0.0.1", port=args.port, log_level="warning")
-        )
-        thread = threading.Thread(target=server.run, daemon=True)
-        thread.start()
-        while not server.started:
-            time.sleep(0.05)
-        url = f"http://127.0.0.1:{args.port}"
-        spawn = multiprocessing.get_context("spawn")
-        out = spawn.Queue()
-        warm = time.monotonic() + 8.0  # the callers' processes start and warm up
-        until = warm + args.seconds
-        callers = [
-            spawn.Process(target=calls, args=(url, k, args.callers, until, out))
-            for k in range(args.callers)
-        ]
-        for caller in callers:
-            caller.start()
-        time.sleep(max(0.0, warm - time.monotonic()))
-        windows: list[tuple[float, float]] = []
-        backups: list[dict] = []
-        backing_up(url, Path(tmp, "backups"), until, windows, backups)
-        spans = [span for _ in callers for span in out.get() if span[0] >= warm]
-        for caller in callers:
-            caller.join()
-        during, baseline = split(spans, windows)
+        with app_server(settings, hub) as url:
+            spawn = multiprocessing.get_context("spawn")
+            out = spawn.Queue()
+            warm = time.monotonic() + 8.0  # the callers' processes start and warm up
+            until = warm + args.seconds
+            callers = [
+                spawn.Process(target=calls, args=(url, k, args.callers, until, out))
+                for k in range(args.callers)
+            ]
+            for caller in callers:
+                caller.start()
+            time.sleep(max(0.0, warm - time.monotonic()))
+            windows: list[tuple[float, float]] = []
+            backups: list[dict] = []
+            backing_up(url, Path(tmp, "backups"), until, windows, backups)
+            spans = [span for _ in callers for span in out.get() if span[0] >= warm]
+            for caller in callers:
+                caller.join()
+            during, baseline = split(spans, windows)
 
-        last = backups[-1]
-        size = last["bytes"]
-        started = time.perf_counter()
-        restore_backup(hub, Path(last["path"]), as_name="b_restored")
-        restore_s = time.perf_counter() - started
-        server.should_exit = True
-        thread.join(timeout=30)
+            last = backups[-1]
+            size = last["bytes"]
+            started = time.perf_counter()
+            restore_backup(hub, Path(last["path"]), as_name="b_restored")
+            restore_s = time.perf_counter() - started
         hub.close()
 
     backup_s = sorted(b["seconds"] for b in backups)[len(backups) // 2]
@@ -189,7 +156,7 @@ def main() -> None:
     )
     helds = sorted(b["held_s"]["b"] for b in backups)
     print(f"writes held per backup: median {helds[len(helds) // 2]:.3f} s, at most {held_s:.3f} s")
-    base, busy = p95(baseline), p95(during)
+    base, busy = nearest_p95_ms(baseline), nearest_p95_ms(during)
     print(f"/v1/rag/context p95: {base:.1f} ms without a backup ({len(baseline)} calls), "
           f"{busy:.1f} ms during backups ({len(during)} calls): {busy / base:.2f}x (target <= 1.2x)")  # fmt: skip
 

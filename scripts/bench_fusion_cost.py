@@ -23,6 +23,7 @@ from rag_api.config import RetrievalConfig
 from rag_api.search.retrieval import SearchRequest, search
 from scripts import bench_retrieval
 from scripts.evallib import load_dataset
+from scripts.evallib.hub import open_hub
 
 SETTINGS: dict[str, dict[str, Any]] = {
     "filed (rrf, 50/side, equal)": {
@@ -51,7 +52,7 @@ def main() -> None:
     cache = args.cache_dir / bench_retrieval.index_name(args, embedder)
     if not (cache / "index.json").exists():
         raise SystemExit(f"no index at {cache}: run scripts/bench_retrieval.py with these options")
-    hub = bench_retrieval.open_hub(cache, bench_retrieval.collection_entry(args, dataset, embedder))
+    hub = open_hub(cache, {"bench": bench_retrieval.collection_entry(args, dataset, embedder)})
     try:
         collection = hub.collection("bench")
         configs = {name: RetrievalConfig(**change) for name, change in SETTINGS.items()}

@@ -24,25 +24,27 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 import tempfile
-import time
 from contextlib import ExitStack
 from http.client import HTTPConnection
 from pathlib import Path
-from urllib.parse import urlsplit
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from rag_api.config import load_config, yaml_text  # noqa: E402
+from rag_api.config import load_config  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
 from rag_api.settings import Settings  # noqa: E402
-from scripts.bench_query import MODEL, TOP_K, build  # noqa: E402
-from scripts.evallib import default_data_dir, distinct_questions, latency_summary  # noqa: E402
-from scripts.evallib.server import child_server, hub_server  # noqa: E402
+from scripts.bench_query import TOP_K, build  # noqa: E402
+from scripts.evallib import add_data_dir, fresh_questions, latency_summary  # noqa: E402
+from scripts.evallib.bare_server import floor_server  # noqa: E402
+from scripts.evallib.baseline import add_baseline_tree, change, hub_servers  # noqa: E402
+from scripts.evallib.client import connect, timed_post  # noqa: E402
+from scripts.evallib.hub import MINILM, written_settings  # noqa: E402
+from scripts.evallib.paths import MODEL_CACHE  # noqa: E402
+from scripts.evallib.stats import machine_line  # noqa: E402
 
 ROUTES = {  # name: (path, body for a question)
     "query": ("/query/bench", lambda q: {"query": q, "generate": False, "top_k": TOP_K}),
@@ -54,29 +56,19 @@ WARM_UP = 10  # requests per route and server, not measured
 
 def post(client: HTTPConnection, path: str, body: dict) -> tuple[float, float, int]:
     """(round trip s, the route's own total s, answer bytes) of one request."""
-    raw = json.dumps(body)
-    started = time.perf_counter()
-    client.request("POST", path, raw, {"Content-Type": "application/json"})
-    response = client.getresponse()
-    answer = response.read()
-    elapsed = time.perf_counter() - started
-    if response.status != 200:
-        raise RuntimeError(f"POST {path} answered {response.status}: {answer[:200]!r}")
+    elapsed, answer = timed_post(client, path, body)
     total = json.loads(answer).get("timings_ms", {}).get("total", 0.0) / 1000
     return elapsed, total, len(answer)
 
 
 def settings_for(root: Path) -> Settings:
-    root.mkdir(parents=True, exist_ok=True)
-    config = root / "collections.yaml"
     entry = {
-        "embedder": {**MODEL, "runtime": "onnx"},
+        "embedder": {**MINILM, "runtime": "onnx"},
         "retrieval": {"top_k": TOP_K, "threshold": -1},
     }
-    config.write_text(yaml_text({"default_collection": "bench", "collections": {"bench": entry}}))
     # the ONNX export is kept beside the other bench caches: built once, not every run
-    cache = Path(os.environ.get("RAG_MODEL_CACHE", REPO / ".bench" / "models"))
-    return Settings(config=config, data_dir=root / "data", model_cache=cache)
+    cache = Path(os.environ.get("RAG_MODEL_CACHE", MODEL_CACHE))
+    return written_settings(root, {"bench": entry}, model_cache=cache)
 
 
 def main() -> None:
@@ -86,14 +78,11 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=1_000)
     parser.add_argument("--queries", type=int, default=200, help="measured requests per route")
     parser.add_argument("--port", type=int, default=8770)
-    parser.add_argument("--data-dir", type=Path, default=default_data_dir())
-    parser.add_argument("--baseline-tree", type=Path, help="another checkout to compare with")
+    add_data_dir(parser)
+    add_baseline_tree(parser)
     args = parser.parse_args()
 
-    questions = distinct_questions(args.data_dir)
-    per_route = WARM_UP + args.queries
-    if per_route * len(ROUTES) > len(questions):
-        raise SystemExit(f"--queries at most {len(questions) // len(ROUTES) - WARM_UP}")
+    questions = fresh_questions(args.data_dir, ROUTES, WARM_UP, args.queries)
     with tempfile.TemporaryDirectory() as tmp:
         settings = settings_for(Path(tmp) / "hub")
         hub = Hub.open(settings, load_config(settings.config))
@@ -101,54 +90,28 @@ def main() -> None:
         hub.close()
         env = {"RAG_MODEL_CACHE": str(settings.model_cache)}
         with ExitStack() as stack:
-            urls = {
-                "hub": stack.enter_context(
-                    hub_server(settings.config, settings.data_dir, args.port, env)
-                )
-            }
-            if args.baseline_tree:
-                copy = Path(tmp) / "baseline"
-                shutil.copytree(Path(tmp) / "hub", copy)
-                base = settings_for(copy)
-                urls["baseline"] = stack.enter_context(
-                    hub_server(
-                        base.config,
-                        base.data_dir,
-                        args.port + 1,
-                        env,
-                        tree=args.baseline_tree.resolve(),
-                    )
-                )
-            sizes = {}
-            clients = {
-                name: HTTPConnection(urlsplit(url).netloc, timeout=60) for name, url in urls.items()
-            }
+            servers = hub_servers(Path(tmp) / "hub", args.port, env, args.baseline_tree)
+            clients = {name: connect(url) for name, url in stack.enter_context(servers).items()}
             probe = next(iter(clients.values()))
-            for route, (path, body) in ROUTES.items():
-                sizes[route] = post(probe, path, body("sizing the answers"))[2]
+            sizes = {
+                route: post(probe, path, body("sizing the answers"))[2]
+                for route, (path, body) in ROUTES.items()
+            }
             # floors sized like the query answer, with no work and with a search's worth of work
             work_ms = 5.0
             for n, (name, work) in enumerate((("floor", 0.0), ("floor+work", work_ms))):
-                command = [
-                    sys.executable,
-                    "-m",
-                    "scripts.evallib.bare_server",
-                    str(args.port + 2 + n),
-                    str(sizes["query"]),
-                    str(work),
-                ]
-                url = stack.enter_context(child_server(command, args.port + 2 + n))
-                clients[name] = HTTPConnection(urlsplit(url).netloc, timeout=60)
-            times = measure(clients, questions, per_route)
+                url = stack.enter_context(floor_server(args.port + 2 + n, sizes["query"], work))
+                clients[name] = connect(url)
+            times = measure(clients, questions)
     report(times, sizes, args)
 
 
-def measure(clients: dict[str, HTTPConnection], questions: list[str], per_route: int):
+def measure(clients: dict[str, HTTPConnection], questions: dict[str, tuple[list, list]]):
     """{(server, route): [(round trip, HTTP/JSON)]}, requests in turns across the servers."""
     times: dict[tuple[str, str], list[tuple[float, float]]] = {}
-    for r, (route, (path, body)) in enumerate(ROUTES.items()):
-        mine = questions[r * per_route : (r + 1) * per_route]
-        for n, question in enumerate(mine):
+    for route, (path, body) in ROUTES.items():
+        warm, measured = questions[route]
+        for n, question in enumerate(warm + measured):
             for name, client in clients.items():
                 if name.startswith("floor") and route != "query":
                     continue  # one floor: sized like the query answer
@@ -159,13 +122,12 @@ def measure(clients: dict[str, HTTPConnection], questions: list[str], per_route:
 
 
 def report(times, sizes, args) -> None:
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(
         f"{args.chunks} chunks, top_k {TOP_K}, {args.queries} new questions per route and server, "
         f"in turns; answers {sizes['query']} / {sizes['context']} / {sizes['search']} bytes "
         "(query / context / search)"
     )
-    print(f"{os.cpu_count()} cores; load average at the end (1, 5, 15 min): {load}")
+    print(machine_line())
     print(f"  {'server':<11}{'route':<9}{'HTTP/JSON p50':>14}{'p95':>8}{'round trip p50':>16}")
     p50 = {}
     for (name, route), samples in times.items():
@@ -181,9 +143,7 @@ def report(times, sizes, args) -> None:
             (hub, hub_trip), (base, base_trip) = p50["hub", route], p50["baseline", route]
             which = "round trip" if route == "search" else "HTTP/JSON"
             now, before = (hub_trip, base_trip) if route == "search" else (hub, base)
-            print(
-                f"  {route}: {which} hub/baseline {now / before:.2f} ({before:.2f} -> {now:.2f} ms)"
-            )
+            print(f"  {route}: {which} hub/baseline {change(before, now)}")
     if ("floor+work", "query") in p50:
         floor, trip = p50["floor+work", "query"]
         print(

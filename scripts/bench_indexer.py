@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rag_api.config import ChunkingConfig, yaml_text
+from rag_api.config import ChunkingConfig
 from rag_api.hub import Hub
 from rag_api.indexing import kb
 from rag_api.indexing.chunking import _splitter, split_text
@@ -32,12 +32,11 @@ from rag_api.search.retrieval import SearchRequest, search
 from rag_api.settings import Settings
 from rag_api.watcher import Watcher
 from scripts.evallib import latency_summary
+from scripts.evallib.hub import HASH, MINILM, written_settings
+from scripts.evallib.paths import REPO
+from scripts.evallib.stats import timed
 
-REPO = Path(__file__).resolve().parents[1]
-EMBEDDERS = {
-    "minilm": {"provider": "sentence-transformers", "model": "all-MiniLM-L6-v2", "dim": 384},
-    "hash": {"provider": "hash", "model": "bench", "dim": 384},
-}
+EMBEDDERS = {"minilm": MINILM, "hash": HASH}
 CHUNKING = {"size": 512, "overlap": 64}
 WORDS = (
     "invoice refund shipping warranty account password backup export import printer "
@@ -213,11 +212,7 @@ def describe(counts: list[int]) -> str:
 
 def open_hub(base: Path, root: Path, embedder: dict) -> Hub:
     collection = {"kb": str(root), "embedder": embedder, "chunking": CHUNKING}
-    config = base / "collections.yaml"
-    config.write_text(
-        yaml_text({"default_collection": "bench", "collections": {"bench": collection}})
-    )
-    hub = Hub.open(Settings(config=config, data_dir=base / "data"))
+    hub = Hub.open(written_settings(base, {"bench": collection}))
     hub.load_models()
     return hub
 
@@ -254,12 +249,6 @@ def wait(predicate, timeout: float = 60.0, interval: float = 0.01):
             sys.exit("benchmark stalled: condition not met within a minute")
         time.sleep(interval)
     return value
-
-
-def timed(fn) -> float:
-    started = time.perf_counter()
-    fn()
-    return time.perf_counter() - started
 
 
 if __name__ == "__main__":

@@ -20,14 +20,11 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rag_api.config import ChunkingConfig, parse_config  # noqa: E402
-from rag_api.hub import Hub  # noqa: E402
+from rag_api.config import ChunkingConfig  # noqa: E402
 from rag_api.indexing.chunking import split_text  # noqa: E402
 from rag_api.indexing.sync import sync_collection  # noqa: E402
-from rag_api.settings import Settings  # noqa: E402
-from scripts.evallib import default_data_dir, load_dataset  # noqa: E402
-
-MODEL = {"provider": "sentence-transformers", "model": "all-MiniLM-L6-v2", "dim": 384}
+from scripts.evallib import add_data_dir, load_dataset  # noqa: E402
+from scripts.evallib.hub import MINILM, open_hub  # noqa: E402
 
 
 def write_kb(root: Path, docs: int, data_dir: Path) -> None:
@@ -43,25 +40,16 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--docs", type=int, default=600, help="SciFact abstracts to index")
-    parser.add_argument("--data-dir", type=Path, default=default_data_dir())
+    add_data_dir(parser)
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
         kb = Path(tmp) / "kb"
         kb.mkdir()
         write_kb(kb, args.docs, args.data_dir)
-        raw = {
-            "default_collection": "bench",
-            "collections": {
-                "bench": {
-                    "kb": str(kb),
-                    "embedder": MODEL,
-                    "chunking": {"size": 512, "overlap": 64},
-                }
-            },
-        }
+        entry = {"kb": str(kb), "embedder": MINILM, "chunking": {"size": 512, "overlap": 64}}
         warm_started = time.perf_counter()
-        hub = Hub.open(Settings(data_dir=Path(tmp) / "data"), parse_config(raw))
+        hub = open_hub(Path(tmp), {"bench": entry}, data_dir=Path(tmp) / "data")
         collection = hub.collection("bench")
         model = collection.embedders.get(collection.cfg.embedder)
         model.embed(["warm up the model and the tokenizer"] * 64)

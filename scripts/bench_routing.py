@@ -43,12 +43,10 @@ from typing import Any, TypeVar
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from rag_api.config import parse_config  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
 from rag_api.routing import RouteRequest, route_search  # noqa: E402
 from rag_api.search.passage import Passage  # noqa: E402
 from rag_api.search.retrieval import SearchRequest, search  # noqa: E402
-from rag_api.settings import Settings  # noqa: E402
 from scripts.bench_retrieval import EMBEDDERS, build_index  # noqa: E402
 from scripts.evallib import (  # noqa: E402
     Dataset,
@@ -58,9 +56,10 @@ from scripts.evallib import (  # noqa: E402
     load_dataset,
     parse_with_data,
 )
+from scripts.evallib.hub import open_hub  # noqa: E402
 from scripts.evallib.paired import paired_difference  # noqa: E402
+from scripts.evallib.paths import BENCH  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
 TOP_K = 10
 NAIVE_WAYS = ("naive score", "naive cosine")
@@ -115,7 +114,7 @@ def main() -> None:
         )
         for s in SOURCES
     }
-    hub = open_hub(args.cache_dir)
+    hub = bench_hub(args.cache_dir)
     try:
         for source in SOURCES:
             dataset = datasets[source.collection]
@@ -144,10 +143,10 @@ def parse_args() -> argparse.Namespace:
         default=1190,
         help="per dataset at most (default 1190: every XQuAD question; 300 tell too little)",
     )
-    return parse_with_data(parser, REPO / ".bench" / "routing")
+    return parse_with_data(parser, BENCH / "routing")
 
 
-def open_hub(cache: Path) -> Hub:
+def bench_hub(cache: Path) -> Hub:
     collections = {
         s.collection: {
             "language": "en" if s.embedder == "minilm" else s.dataset[-2:],
@@ -159,10 +158,7 @@ def open_hub(cache: Path) -> Hub:
         }
         for s in SOURCES
     }
-    cache.mkdir(parents=True, exist_ok=True)
-    config = parse_config({"default_collection": "scifact", "collections": collections})
-    settings = Settings(config=cache / "collections.yaml", data_dir=cache, qdrant_url=None)
-    return Hub.open(settings, config)
+    return open_hub(cache, collections)  # the first, scifact, the default
 
 
 def marker_dir(cache: Path, source: Source) -> Path:

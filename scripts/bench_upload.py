@@ -16,25 +16,19 @@ from __future__ import annotations
 import argparse
 import statistics
 import tempfile
-import threading
 import time
 from datetime import datetime
 from pathlib import Path
 
 import httpx
-import uvicorn
 
-from rag_api.config import yaml_text
-from rag_api.http.app import create_app
 from rag_api.hub import Hub
 from rag_api.indexing.sync import sync_collection
-from rag_api.settings import Settings
+from scripts.evallib.hub import HASH, MINILM, written_settings
+from scripts.evallib.paths import MODEL_CACHE, REPO
+from scripts.evallib.server import app_server, free_port
 
-REPO = Path(__file__).resolve().parents[1]
-EMBEDDERS = {
-    "minilm": {"provider": "sentence-transformers", "model": "all-MiniLM-L6-v2", "dim": 384},
-    "hash": {"provider": "hash", "model": "bench", "dim": 384},
-}
+EMBEDDERS = {"minilm": MINILM, "hash": HASH}
 TYPES = {".md", ".txt", ".html"}  # not .jsonl: its lines name their own sources, shared by rounds
 SMALL = "# Opening hours\n\nThe service desk answers from eight to six on weekdays ({marker}).\n"
 
@@ -49,23 +43,18 @@ def main() -> None:
         base = Path(tmp)
         kb = base / "kb"
         kb.mkdir()
-        config = base / "collections.yaml"
         entry = {
             "kb": str(kb),
             "embedder": EMBEDDERS[args.embedder],
             "chunking": {"size": 512, "overlap": 64},
         }
-        document = {"default_collection": "bench", "collections": {"bench": entry}}
-        config.write_text(yaml_text(document))
-        cache = REPO / ".bench" / "models"  # the ONNX export, made once across runs
-        settings = Settings(
-            config=config, data_dir=base / "data", port=_free_port(), model_cache=cache
+        settings = written_settings(
+            base, {"bench": entry}, port=free_port(), model_cache=MODEL_CACHE
         )
         hub = Hub.open(settings)
         hub.load_models()
-        server = _serve(settings, hub)
         try:
-            with httpx.Client(base_url=f"http://127.0.0.1:{settings.port}", timeout=600) as http:
+            with app_server(settings, hub) as url, httpx.Client(base_url=url, timeout=600) as http:
                 _warm(http, hub)
                 one = [("one.md", lambda marker: SMALL.format(marker=marker).encode())]
                 many = [(_flat(p), _marked(p.read_bytes())) for p in shipped]
@@ -75,8 +64,6 @@ def main() -> None:
                 ):
                     _compare(label, http, hub, kb, files, rounds)
         finally:
-            server.should_exit = True
-            time.sleep(0.5)
             hub.close()
 
 
@@ -137,25 +124,6 @@ def _warm(http: httpx.Client, hub: Hub) -> None:
     files = [(f"warm{suffix}", lambda marker: text + marker.encode()) for suffix in sorted(TYPES)]
     _by_api(http, files, "warm-a")
     _direct(hub, hub.collection("bench").kb_path, files, "warm-d")
-
-
-def _serve(settings: Settings, hub: Hub) -> uvicorn.Server:
-    app = create_app(settings, hub=hub)
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=settings.port, log_level="warning")
-    )
-    threading.Thread(target=server.run, daemon=True).start()
-    while not server.started:
-        time.sleep(0.02)
-    return server
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 if __name__ == "__main__":

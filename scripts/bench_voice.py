@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import os
 import re
 import sys
 import threading
@@ -40,7 +39,7 @@ import httpx
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from rag_api.config import read_yaml, yaml_text  # noqa: E402
+from rag_api.config import read_yaml  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
 from rag_api.indexing.chunking import Chunk, split_text  # noqa: E402
 from rag_api.indexing.ingest import DocumentWrite, write_documents  # noqa: E402
@@ -53,8 +52,12 @@ from scripts.evallib import (  # noqa: E402
     latency_summary,
     load_dataset,
 )
+from scripts.evallib.baseline import ratios  # noqa: E402
+from scripts.evallib.hub import written_settings  # noqa: E402
 from scripts.evallib.load import run_for  # noqa: E402
+from scripts.evallib.paths import BENCH  # noqa: E402
 from scripts.evallib.server import hub_server  # noqa: E402
+from scripts.evallib.stats import machine_line  # noqa: E402
 
 BUDGET_MS = 100.0
 # the writer's embedding at the queries' priority (the baseline, first), then niced (the default)
@@ -68,10 +71,7 @@ def settings_for(data_dir: Path) -> Settings:
     """The shipped `docs` collection, no kb folder: its chunks come from the benchmark."""
     shipped = read_yaml((REPO / "collections.yaml").read_text(), REPO / "collections.yaml")
     docs = {**shipped["collections"]["docs"], "kb": None, "llm": {"provider": "extractive"}}
-    config = data_dir / "collections.yaml"
-    data_dir.mkdir(parents=True, exist_ok=True)
-    config.write_text(yaml_text({"default_collection": "docs", "collections": {"docs": docs}}))
-    return Settings(config=config, data_dir=data_dir / "data")
+    return written_settings(data_dir, {"docs": docs})
 
 
 def populate(settings: Settings, corpus: list[str], target: int) -> int:
@@ -235,11 +235,11 @@ def main() -> None:
     parser.add_argument(
         "--rounds", type=int, default=1, help="servers in turns, this many times (results pooled)"
     )
-    parser.add_argument("--data-dir", type=Path, default=REPO / ".bench" / "voice")
+    parser.add_argument("--data-dir", type=Path, default=BENCH / "voice")
     args = parser.parse_args()
 
     dataset = load_dataset("scifact", default_data_dir())
-    corpus = [f"{d.title}\n\n{d.text}" for d in dataset.corpus.values()]
+    corpus = [d.titled for d in dataset.corpus.values()]
     pool = question_pool(default_data_dir(), corpus)
     settings = settings_for(args.data_dir)
     stored = populate(settings, corpus, args.chunks)
@@ -274,9 +274,8 @@ def report(
     baseline: dict[str, list[float]],
     results: dict[str, tuple[dict, dict, dict, list[float]]],
 ) -> None:
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"\n{stored} chunks, embedded qdrant-edge, MiniLM 384d, hybrid, top_k 5; ms")
-    print(f"{os.cpu_count()} cores; load average at the end (1, 5, 15 min): {load}")
+    print(machine_line())
     print(
         f"{'':<34}{'n':>6}{'p50':>8}{'p95':>8}{'embed p50':>10}{'p95':>6}"
         f"{'store p50':>10}{'p95':>6}{'http p50':>10}{'p95':>6}"
@@ -299,11 +298,7 @@ def report(
         print(f"{label} vs {first} (the baseline), same run:")
         kinds = ("1 caller", f"{callers} callers", f"{callers} callers + upserts")
         for n, name in enumerate(kinds):
-            mine, ref = (latency_summary(results[x][n]["total"]) for x in (label, first))
-            print(
-                f"  {name}: p50 {mine['p50_ms'] / ref['p50_ms']:.2f}x, "
-                f"p95 {mine['p95_ms'] / ref['p95_ms']:.2f}x"
-            )
+            print(f"  {name}: {ratios(results[label][n]['total'], results[first][n]['total'])}")
         ups = len(results[label][3]) / max(len(results[first][3]), 1)
         print(f"  upserts/s: {ups:.2f}x")
 

@@ -44,6 +44,7 @@ from rag_api.embedding import devices  # noqa: E402
 from rag_api.embedding.device_model import DeviceEmbedder, on_device  # noqa: E402
 from rag_api.embedding.embedders import Embedders  # noqa: E402
 from rag_api.settings import Settings  # noqa: E402
+from scripts.evallib.datasets import default_data_dir  # noqa: E402
 
 CHUNK_CHARS = 512
 
@@ -90,7 +91,6 @@ def latency(embed, queries: list[str]) -> tuple[float, float]:
 
 
 def main() -> int:
-    default_data = Path(os.environ.get("RAG_EVAL_DATA") or REPO.parent / "shared" / "eval-data")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=2000)
     parser.add_argument("--queries", type=int, default=200)
@@ -100,7 +100,7 @@ def main() -> int:
         "--device", default="cuda", help="the GPU to measure (cuda, cuda:N; cpu: the code only)"
     )
     parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "fp16", "bf16"])
-    parser.add_argument("--data", type=Path, default=default_data / "scifact")
+    parser.add_argument("--data", type=Path, default=default_data_dir() / "scifact")
     args = parser.parse_args()
 
     chunks, queries = scifact(args.data, args.chunks, args.queries)

@@ -31,6 +31,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from rag_api.config import read_yaml, yaml_text  # noqa: E402
+from scripts.evallib.server import free_port  # noqa: E402
 
 QUESTION = "How many days do I have to ask for a refund?"
 UPLOAD = "# Office plants\n\nThe ficus by the window is watered every Tuesday by the front desk.\n"
@@ -72,14 +73,14 @@ def hub(url: str | None) -> Iterator[str]:
                 shutil.copytree(REPO / entry["kb"], root / "kb" / name)
                 entry["kb"] = str(root / "kb" / name)
         (root / "collections.yaml").write_text(yaml_text(config))
-        port = _free_port()
+        port = free_port()
         env = {
             **os.environ,
             "PYTHONPATH": str(REPO),
             "RAG_CONFIG": str(root / "collections.yaml"),
             "RAG_DATA_DIR": str(root / "data"),
             "RAG_PORT": str(port),
-            "RAG_OLLAMA_URL": f"http://127.0.0.1:{_free_port()}",  # nothing there: extractive
+            "RAG_OLLAMA_URL": f"http://127.0.0.1:{free_port()}",  # nothing there: extractive
             "RAG_MODEL_CACHE": os.environ.get("RAG_MODEL_CACHE", str(REPO / "data" / "models")),
             "HF_HUB_OFFLINE": "1",
         }
@@ -163,14 +164,6 @@ def photograph(url: str, key: str, collection: str, out: Path, chromium: str) ->
             shot(name, full_page=False)
         browser.close()
     return written
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _wait_indexed(base: str, server: subprocess.Popen, log: Path) -> None:

@@ -214,3 +214,54 @@ def test_paired_difference_interval_holds_the_mean_and_excludes_zero_only_when_c
     assert paired_difference(coin, coin[::-1]) == paired_difference(coin, coin[::-1])  # seeded
     with pytest.raises(ValueError):
         paired_difference([], [])
+
+
+def test_fresh_questions_gives_each_pass_its_own_and_names_the_most_allowed(monkeypatch) -> None:
+    from scripts.evallib import datasets
+
+    monkeypatch.setattr(datasets, "distinct_questions", lambda _: [f"q{i}" for i in range(10)])
+    blocks = datasets.fresh_questions("unused", ("a", "b"), warm_up=2, measured=3)
+    assert blocks == {
+        "a": (["q0", "q1"], ["q2", "q3", "q4"]),
+        "b": (["q5", "q6"], ["q7", "q8", "q9"]),
+    }
+    with pytest.raises(SystemExit, match="--queries at most 3"):
+        datasets.fresh_questions("unused", ("a", "b"), warm_up=2, measured=4)
+
+
+def test_squad_answers_reads_the_gold_texts_by_question(tmp_path: Path) -> None:
+    import json
+
+    from scripts.evallib import squad_answers
+
+    (tmp_path / "xquad").mkdir()
+    qas = [{"id": "x1", "question": "?", "answers": [{"text": "uno"}, {"text": "one"}]}]
+    data = {"data": [{"paragraphs": [{"context": "c", "qas": qas}]}]}
+    (tmp_path / "xquad" / "xquad.es.json").write_text(json.dumps(data))
+    assert squad_answers("xquad-es", tmp_path) == {"x1": ["uno", "one"]}
+
+
+def test_nearest_p95_takes_the_rank_below_without_interpolating() -> None:
+    from scripts.evallib.stats import nearest_p95_ms
+
+    assert nearest_p95_ms([0.4, 0.1, 0.3, 0.2]) == pytest.approx(300.0)  # int(0.95 * 3) = 2
+    assert nearest_p95_ms([]) != nearest_p95_ms([])  # nan
+
+
+def test_side_by_side_ratios_put_the_run_over_its_baseline() -> None:
+    from scripts.evallib.baseline import change, ratios
+
+    assert change(before=2.0, now=1.0) == "0.50 (2.00 -> 1.00 ms)"
+    assert ratios([0.2] * 4, [0.1] * 4) == "p50 2.00x, p95 2.00x"
+
+
+def test_hub_config_names_the_first_collection_the_default(tmp_path: Path) -> None:
+    from rag_api.config import load_config
+    from scripts.evallib.hub import HASH, written_settings
+
+    settings = written_settings(
+        tmp_path / "b", {"one": {"embedder": HASH}, "two": {"embedder": HASH}}
+    )
+    assert settings.data_dir == tmp_path / "b" / "data"
+    config = load_config(settings.config)
+    assert config.default_collection == "one" and set(config.collections) == {"one", "two"}

@@ -1,5 +1,18 @@
-"""Dataset loaders and trec_eval-compatible IR metrics for the retrieval benchmarks
-(and, in evallib.server, a hub server for the benchmarks that measure over HTTP)."""
+"""The benchmarks' harness: what each scripts/bench_*.py needs beside what it measures.
+
+    datasets      the evaluation datasets (../shared/eval-data), their options and samples
+    stats         latency percentiles and the machine line printed beside them
+    hub           a benchmark's own hub: embedders, config, store, synthetic documents
+    server        a hub server on loopback (child process or in-process thread), free ports
+    client        the timed HTTP client
+    baseline      another checkout's server beside this one (--baseline-tree), ratios
+    bare_server   the HTTP floor: a bare uvicorn app
+    load          load threads run for a while
+    paired        paired bootstrap and sign test of two rankings
+    vector_cache  dense vectors kept between runs
+
+This package re-exports the dataset loaders and the trec_eval-compatible IR metrics.
+"""
 
 from rag_api.evaluation.scoring import (
     Evaluation,
@@ -15,10 +28,14 @@ from scripts.evallib.datasets import (
     DATASETS,
     Dataset,
     Doc,
+    add_data_dir,
     default_data_dir,
     distinct_questions,
+    first_chunks,
+    fresh_questions,
     load_dataset,
     parse_with_data,
+    squad_answers,
     subsample,
 )
 
@@ -27,10 +44,13 @@ __all__ = [
     "Dataset",
     "Doc",
     "Evaluation",
+    "add_data_dir",
     "chunks_to_docs",
     "default_data_dir",
     "distinct_questions",
     "evaluate",
+    "first_chunks",
+    "fresh_questions",
     "latency_summary",
     "load_dataset",
     "parse_with_data",
@@ -38,5 +58,6 @@ __all__ = [
     "ndcg_at_k",
     "rank",
     "recall_at_k",
+    "squad_answers",
     "subsample",
 ]

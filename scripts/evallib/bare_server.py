@@ -5,6 +5,8 @@ idles meanwhile, as the hub's does). Its body carries `timings_ms.total` (the wo
 so a client subtracts it exactly as it does from a hub answer.
 
     python -m scripts.evallib.bare_server PORT SIZE_BYTES WORK_MS
+
+or, from a benchmark, `with floor_server(port, size, work_ms) as url:` (a child process).
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import asyncio
 import hashlib
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import uvicorn
 
@@ -49,6 +53,23 @@ def app_for(size: int, work_ms: float):
         await send({"type": "http.response.body", "body": body})
 
     return app
+
+
+@contextmanager
+def floor_server(port: int, size: int, work_ms: float) -> Iterator[str]:
+    """This module's app in a child process on `port`, until the block ends; yields its URL."""
+    from scripts.evallib.server import child_server  # here: the floor's own process loads no hub
+
+    command = [
+        sys.executable,
+        "-m",
+        "scripts.evallib.bare_server",
+        str(port),
+        str(size),
+        str(work_ms),
+    ]
+    with child_server(command, port) as url:
+        yield url
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Load the read-only evaluation datasets (see each PROVENANCE.md) into one in-memory shape."""
+"""Load the read-only evaluation datasets (see each PROVENANCE.md) into one in-memory shape, and
+the benchmarks' options that name where they are."""
 
 import argparse
 import csv
@@ -6,11 +7,15 @@ import gzip
 import json
 import os
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from rag_api.config import ChunkingConfig
+from rag_api.indexing.chunking import split_text
+from scripts.evallib.paths import REPO
+
 DATASETS = ("scifact", "xquad-es", "xquad-en", "squad-it")
-_REPO_ROOT = Path(__file__).resolve().parents[2]
 _SQUAD_FILES = {
     "xquad-es": ("xquad/xquad.es.json", "es"),
     "xquad-en": ("xquad/xquad.en.json", "en"),
@@ -24,6 +29,11 @@ class Doc:
 
     title: str
     text: str
+
+    @property
+    def titled(self) -> str:
+        """The title, a blank line, the text: what the benchmarks index."""
+        return f"{self.title}\n\n{self.text}"
 
 
 @dataclass(frozen=True)
@@ -39,13 +49,18 @@ class Dataset:
 
 def default_data_dir() -> Path:
     """Return $RAG_EVAL_DATA, else ../shared/eval-data relative to the repo root."""
-    return Path(os.environ.get("RAG_EVAL_DATA") or _REPO_ROOT.parent / "shared" / "eval-data")
+    return Path(os.environ.get("RAG_EVAL_DATA") or REPO.parent / "shared" / "eval-data")
+
+
+def add_data_dir(parser: argparse.ArgumentParser) -> None:
+    """Add --data-dir (default_data_dir()) to a benchmark's options."""
+    parser.add_argument("--data-dir", type=Path, default=default_data_dir())
 
 
 def parse_with_data(parser: argparse.ArgumentParser, cache_dir: Path) -> argparse.Namespace:
     """Add --data-dir (default_data_dir()) and --cache-dir to a benchmark's options, parse them,
     and stop with a usage error when the data folder is missing."""
-    parser.add_argument("--data-dir", type=Path, default=default_data_dir())
+    add_data_dir(parser)
     parser.add_argument("--cache-dir", type=Path, default=cache_dir)
     args = parser.parse_args()
     if not args.data_dir.is_dir():
@@ -85,6 +100,44 @@ def distinct_questions(data_dir: str | Path) -> list[str]:
         for text in load_dataset("scifact", data_dir, split).queries.values():
             seen.setdefault(text.strip(), None)
     return list(seen)
+
+
+def fresh_questions(
+    data_dir: str | Path, passes: Iterable[str], warm_up: int, measured: int
+) -> dict[str, tuple[list[str], list[str]]]:
+    """(warm-up, measured) distinct_questions for each pass, no question in two passes; a usage
+    error (SystemExit) names the most `measured` allows when there are too few."""
+    questions, names = distinct_questions(data_dir), list(passes)
+    size = warm_up + measured
+    if len(questions) < size * len(names):
+        raise SystemExit(f"--queries at most {len(questions) // len(names) - warm_up}")
+    blocks = [questions[n * size : (n + 1) * size] for n in range(len(names))]
+    return {
+        name: (mine[:warm_up], mine[warm_up:]) for name, mine in zip(names, blocks, strict=True)
+    }
+
+
+def first_chunks(dataset: Dataset, count: int, chunking: ChunkingConfig | None = None) -> list[str]:
+    """The documents (`Doc.titled`) split as the hub splits them (512/64 by default), in corpus
+    order, until there are at least `count` chunks (the last document's are all kept)."""
+    chunking = chunking or ChunkingConfig(size=512, overlap=64)
+    chunks: list[str] = []
+    for doc in dataset.corpus.values():
+        chunks += split_text(doc.titled, chunking)
+        if len(chunks) >= count:
+            break
+    return chunks
+
+
+def squad_answers(name: str, data_dir: str | Path) -> dict[str, list[str]]:
+    """Question id -> its gold answer texts, for a SQuAD-format dataset (xquad-*, squad-it)."""
+    path, _ = _SQUAD_FILES[name]
+    return {
+        qa["id"]: [a["text"] for a in qa["answers"]]
+        for article in _read_squad(Path(data_dir) / path)
+        for paragraph in article["paragraphs"]
+        for qa in paragraph["qas"]
+    }
 
 
 def subsample(
@@ -131,8 +184,7 @@ def _load_beir(name: str, root: Path, split: str, language: str) -> Dataset:
 
 def _load_squad(name: str, path: Path, language: str) -> Dataset:
     """Convert SQuAD v1: paragraphs become untitled docs (identical texts merged), questions queries."""
-    with (gzip.open if path.suffix == ".gz" else open)(path, "rt", encoding="utf-8") as f:
-        articles = json.load(f)["data"]
+    articles = _read_squad(path)
     doc_of_text: dict[str, str] = {}
     queries: dict[str, str] = {}
     qrels: dict[str, dict[str, int]] = {}
@@ -144,6 +196,12 @@ def _load_squad(name: str, path: Path, language: str) -> Dataset:
                 qrels[qa["id"]] = {doc_id: 1}
     corpus = {doc_id: Doc("", text) for text, doc_id in doc_of_text.items()}
     return Dataset(name, language, corpus, queries, qrels)
+
+
+def _read_squad(path: Path) -> list[dict]:
+    """The articles of a SQuAD v1 file (.json or .json.gz)."""
+    with (gzip.open if path.suffix == ".gz" else open)(path, "rt", encoding="utf-8") as f:
+        return json.load(f)["data"]
 
 
 def _read_jsonl(path: Path) -> list[dict]:

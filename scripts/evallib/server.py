@@ -1,18 +1,25 @@
-"""`rag-hub serve` in a child process on loopback, for the benchmarks that measure over HTTP."""
+"""A hub server on loopback for the benchmarks that measure over HTTP: `rag-hub serve` of a source
+tree in a child process, or the hub's app in a thread of the benchmark's own process."""
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+import uvicorn
 
-REPO = Path(__file__).resolve().parents[2]
+from rag_api.http.app import create_app
+from rag_api.hub import Hub
+from rag_api.settings import Settings
+from scripts.evallib.paths import REPO
 
 
 @contextmanager
@@ -63,3 +70,31 @@ def child_server(
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+@contextmanager
+def app_server(settings: Settings, hub: Hub) -> Iterator[str]:
+    """The app of `hub` (create_app) on 127.0.0.1:`settings.port`, served by uvicorn in a thread
+    of this process; yields its base URL once it listens, and stops it on the way out."""
+    app = create_app(settings, hub=hub)
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=settings.port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        if not thread.is_alive():
+            raise RuntimeError(f"the app did not start on port {settings.port}")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{settings.port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
