@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Self
 
 from rag_api.access.grant import allowed
-from rag_api.config import HubConfig, load_config
+from rag_api.config import HubConfig, Mode, load_config
 from rag_api.embedding.embedders import Embedders
 from rag_api.errors import CollectionDisabled, CollectionNotFound, RagError, StoreUnavailable
 from rag_api.llm.generators import Generators
@@ -19,12 +19,37 @@ from rag_api.observability.request_context import note_collection
 from rag_api.points.collection import Collection
 from rag_api.points.locks import Claims
 from rag_api.points.typical import TypicalPassages
+from rag_api.schema import Answer
 from rag_api.settings import Settings
 from rag_api.store import Store, open_store
 from rag_api.store.open_marker import OpenMarker
 
 log = logging.getLogger("rag_api.catalog")
 FANOUT = 8  # threads that search several collections at once (`auto`)
+
+
+class CollectionSummary(Answer):
+    name: str
+    description: str
+    enabled: bool
+    language: str
+    kb: str | None
+    embedder: str  # provider:model
+    dim: int
+    device: str  # where the embedder runs (cpu, cuda:N, mps) or a remote model's URL
+    precision: str | None  # fp32, fp16, bf16 or int8; null for a remote embedder
+    mode: Mode
+    llm: str  # "extractive" or provider:model
+    rerank: dict[str, Any] | None  # as in /v1/rag/status; null without an enabled rerank block
+    physical: str | None  # the Qdrant collection the alias points at
+    points: int
+    hybrid: bool  # the store holds BM25 vectors
+    error: dict[str, str] | None = None  # code and message, when the store could not be read
+
+
+class CollectionList(Answer):
+    default_collection: str | None  # null: the key may not read it
+    collections: list[CollectionSummary]
 
 
 class Catalog:
@@ -102,7 +127,7 @@ class Catalog:
         name = self.config.default_collection
         return name if allowed(name, "read") else None
 
-    def describe(self, name: str) -> dict[str, Any]:
+    def describe(self, name: str) -> CollectionSummary:
         """A collection's configuration and its live state in the store (GET /collections, the CLI)."""
         collection = self.collections[name]
         cfg = collection.cfg
@@ -111,27 +136,31 @@ class Catalog:
         except StoreUnavailable as exc:  # one unreadable collection does not hide the others
             info, error = None, {"code": exc.code, "message": exc.message}
         llm = cfg.llm
-        return {
-            "name": name,
-            "description": cfg.description,
-            "enabled": cfg.enabled,
-            "language": cfg.language,
-            "kb": str(collection.kb_path) if collection.kb_path else None,
-            "embedder": cfg.embedder.id,
-            "dim": cfg.embedder.dim,
+        return CollectionSummary(
             **{
-                k: v
-                for k, v in self.embedders.where(cfg.embedder).view().items()
-                if k != "query_device"
-            },
-            "mode": cfg.retrieval.mode,
-            "llm": llm.provider if llm.provider == "extractive" else f"{llm.provider}:{llm.model}",
-            "rerank": self.rerankers.describe(cfg.rerank),
-            "physical": info.physical if info else None,
-            "points": info.points if info else 0,
-            "hybrid": bool(info and info.has_sparse),
-            **({"error": error} if error else {}),
-        }
+                "name": name,
+                "description": cfg.description,
+                "enabled": cfg.enabled,
+                "language": cfg.language,
+                "kb": str(collection.kb_path) if collection.kb_path else None,
+                "embedder": cfg.embedder.id,
+                "dim": cfg.embedder.dim,
+                **{
+                    k: v
+                    for k, v in self.embedders.where(cfg.embedder).view().items()
+                    if k != "query_device"
+                },
+                "mode": cfg.retrieval.mode,
+                "llm": llm.provider
+                if llm.provider == "extractive"
+                else f"{llm.provider}:{llm.model}",
+                "rerank": self.rerankers.describe(cfg.rerank),
+                "physical": info.physical if info else None,
+                "points": info.points if info else 0,
+                "hybrid": bool(info and info.has_sparse),
+                **({"error": error} if error else {}),
+            }
+        )
 
     def load_models(self) -> dict[str, RagError]:
         """Load every enabled collection's embedder (and reranker), check its real dimension,

@@ -1,4 +1,5 @@
-"""What every JSON request body holds its scalars to: `Body`, the base of the request models.
+"""The bases of every request and answer model: `Body` holds a request's scalars to JSON's own
+types; `Answer` declares what a route answers (nothing undeclared).
 
 Pydantic's lax mode would read `"dynamic": 0` or `"no"` as false and `"relative_threshold": true`
 or `"top_k": "5"` as numbers; a body's fields say what they take instead:
@@ -17,7 +18,9 @@ import types
 from functools import cache
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+
+from rag_api.config import ChunkType
 
 Kind = Literal["flag", "number"] | None
 FLAG_WORDS = {"true": True, "false": False}
@@ -77,3 +80,17 @@ def shown(value: Any) -> str:
     if len(text) <= SHOWN_MAX:
         return text
     return {str: "a string", list: "a list", dict: "an object"}.get(type(value), "a long value")
+
+
+class Answer(BaseModel):
+    """What a route answers, built by the domain and serialised as it is: the fields it set, in
+    the model's order (rag_api.http.answered); a field the model does not declare is an error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# a chunk's labels (docs/labels.md), wherever a chunk is shown; absent on a chunk without them
+# (written before labels, or by another tool)
+LabelType = ChunkType | None  # prose, list, table, code, qa, heading or boilerplate
+LabelQuality = float | None  # 0..1
+LabelReasons = list[str] | None  # what lowered the quality: too_short, broken_extraction, ...

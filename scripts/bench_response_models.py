@@ -22,16 +22,18 @@ from typing import Any
 import httpx
 from fastapi import FastAPI
 
-from rag_api.http import answers
+from rag_api.answering.models import QueryAnswer
+from rag_api.catalog import CollectionList
+from rag_api.kbadmin.models import ContextBlock, SearchResults
 from rag_api.settings import Settings
 from tests.conftest import hash_collection, write_config
 from tests.support.openai_support import REFUND, start_indexed, write_kb
 
 ROUTES = {  # path -> (model, body); answers captured from the real hub
-    "/query/docs": (answers.QueryAnswer, {"query": REFUND}),
-    "/v1/rag/search": (answers.SearchResults, {"query": REFUND}),
-    "/v1/rag/context": (answers.ContextBlock, {"query": REFUND}),
-    "/collections": (answers.CollectionList, None),
+    "/query/docs": (QueryAnswer, {"query": REFUND}),
+    "/v1/rag/search": (SearchResults, {"query": REFUND}),
+    "/v1/rag/context": (ContextBlock, {"query": REFUND}),
+    "/collections": (CollectionList, None),
 }
 
 

@@ -20,7 +20,8 @@ from typing import Any
 
 from rag_api.answering.answer import AnswerStream, answer
 from rag_api.answering.frames import frame
-from rag_api.answering.query import QueryBody, find
+from rag_api.answering.models import QueryBody
+from rag_api.answering.query import find
 from rag_api.catalog import Catalog
 from rag_api.errors import RagError
 from rag_api.observability.metrics import observe_stages

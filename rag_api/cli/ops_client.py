@@ -17,7 +17,7 @@ from rag_api.ops.server.listening import recorded_url, server_url
 from rag_api.settings import Settings
 
 if TYPE_CHECKING:
-    from rag_api.answering.query import QueryBody
+    from rag_api.answering.models import QueryBody
     from rag_api.evaluation.request import EvalBody
 
 LONG = 4 * 3600.0  # a check with repairs or a migration of a big collection takes a while

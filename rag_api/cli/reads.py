@@ -69,7 +69,7 @@ def query(
     """Ask COLLECTION a QUESTION."""
     from pydantic import ValidationError
 
-    from rag_api.answering.query import QueryBody
+    from rag_api.answering.models import QueryBody
 
     metadata = {}
     for item in filters:

@@ -1,10 +1,10 @@
-"""What the upload routes answer (documented in /openapi.json; see rag_api.http.answers)."""
+"""What the upload routes answer (documented in /openapi.json)."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from rag_api.http.answers import Answer
+from rag_api.schema import Answer
 
 Status = Literal["queued", "indexing", "done", "failed"]
 

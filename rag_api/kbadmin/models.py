@@ -13,11 +13,11 @@ from pydantic import (
     model_validator,
 )
 
-from rag_api.answering.query import Filters, MetadataValue, SearchFields
-from rag_api.config import Language
+from rag_api.answering.models import Filters, MetadataValue, RoutingBlock, SearchFields
+from rag_api.config import Language, Mode
 from rag_api.errors import PayloadTooLarge
 from rag_api.metadata import check_metadata, has_line_break_or_control
-from rag_api.schema import Body
+from rag_api.schema import Answer, Body, LabelQuality, LabelReasons, LabelType
 
 SOURCE_MAX_CHARS = 512
 DOCUMENT_MAX_CHARS = 200_000  # one /add/document or /upsert/document text
@@ -35,7 +35,7 @@ def _check_source(value: str) -> str:
     return value
 
 
-Source = Annotated[str, Field(max_length=SOURCE_MAX_CHARS), AfterValidator(_check_source)]
+SourceName = Annotated[str, Field(max_length=SOURCE_MAX_CHARS), AfterValidator(_check_source)]
 Metadata = Annotated[dict[str, Any], AfterValidator(check_metadata)]  # rules: rag_api.metadata
 QueryText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=8000)]
 
@@ -56,28 +56,28 @@ class Routed(Body):
 
 class AddDocument(Routed):
     text: str
-    source: Source | None = None  # omitted: dynamic#<index>
+    source: SourceName | None = None  # omitted: dynamic#<index>
     metadata: Metadata = {}
     persist: bool = True
     dynamic: bool = True
 
 
-class ChunkItem(Body):
+class NewChunk(Body):
     model_config = ConfigDict(extra="forbid")
 
     text: Annotated[str, Field(min_length=1)]
-    source: Source | None = None
+    source: SourceName | None = None
     metadata: Metadata = {}
 
 
 class AddChunks(Routed):
-    items: Annotated[list[ChunkItem], Field(min_length=1)]
+    items: Annotated[list[NewChunk], Field(min_length=1)]
     persist: bool = True
     dynamic: bool = True
 
 
 class UpsertDocument(Routed):
-    source: Source
+    source: SourceName
     text: str  # "" deletes the document
     metadata: Metadata = {}
     persist: bool = True
@@ -86,11 +86,11 @@ class UpsertDocument(Routed):
 
 class UpdateChunk(Routed):
     index: Annotated[int, Field(ge=0)] | None = None
-    source: Source | None = None
+    source: SourceName | None = None
     chunk_index: Annotated[int, Field(ge=0)] | None = None
     new_text: Annotated[str, Field(min_length=1)] | None = None
     new_metadata: Metadata | None = None
-    new_source: Source | None = None
+    new_source: SourceName | None = None
 
     @model_validator(mode="after")
     def _target_and_change(self) -> UpdateChunk:
@@ -102,7 +102,7 @@ class UpdateChunk(Routed):
 
 
 class Remove(Routed):
-    source_prefix: Source
+    source_prefix: SourceName
     exact: bool = False
 
 
@@ -123,8 +123,8 @@ class ChunkFilters(BaseModel):
     """Listing filters, paging and optional relevance order (GET query parameters or POST body)."""
 
     collection: str | None = None
-    source_exact: Source | None = None
-    source_prefix: Source | None = None
+    source_exact: SourceName | None = None
+    source_prefix: SourceName | None = None
     query: QueryText | None = None
     min_score: Annotated[float, Field(ge=-1.0, le=1.0)] | None = None
     limit: Annotated[int, Field(ge=1, le=1000)] = 50
@@ -140,3 +140,105 @@ class ListChunks(ChunkFilters, Body):
     model_config = ConfigDict(extra="forbid")
 
     metadata: Annotated[dict[str, MetadataValue], AfterValidator(_metadata_keys)] = {}
+
+
+# --- answers
+
+
+class Result(Answer):
+    """A /v1/rag/search or /context result: `score` is the cosine similarity."""
+
+    text: str
+    source: str
+    score: float
+    chunk_index: int
+    metadata: dict[str, Any]
+    type: LabelType = None
+    quality: LabelQuality = None
+    quality_reasons: LabelReasons = None
+    collection: str | None = None  # the passage's collection, in `auto` answers
+
+
+class SearchResults(Answer):
+    query: str
+    count: int
+    results: list[Result]
+    collection: str
+    mode: Mode
+    routing: RoutingBlock | None = None  # only from `auto`
+
+
+class ContextBlock(Answer):
+    block: str  # exactly the text to inject
+    results: list[Result]
+    injected: int
+    collection: str
+    mode: Mode
+    timings_ms: dict[str, float]
+    routing: RoutingBlock | None = None  # only from `auto`
+
+
+class SourceCount(Answer):
+    source: str
+    chunk_count: int
+    has_dynamic: bool
+
+
+class SourceList(Answer):
+    count: int
+    items: list[SourceCount]
+
+
+class ChunkItem(Answer):
+    index: int | None  # the chunk's stable number, what /chunks/update accepts
+    source: str
+    chunk_index: int
+    score: float | None
+    metadata: dict[str, Any]
+    type: LabelType = None
+    quality: LabelQuality = None
+    quality_reasons: LabelReasons = None
+    is_dynamic: bool
+    origin: str | None
+    persist: bool
+    text: str | None = None  # only with include_text
+
+
+class ChunkPage(Answer):
+    total: int
+    offset: int
+    limit: int
+    query: str | None
+    items: list[ChunkItem]
+
+
+class Status(Answer):
+    """GET /v1/rag/status: counts, models and settings of a collection, and its folder watcher."""
+
+    enabled: bool
+    collection: str
+    default_collection: str | None  # null: the key may not read it
+    chunks: int
+    sources: int
+    api_chunks: int
+    temporary_chunks: int
+    embedding_model: str
+    embedding_dim: int
+    device: str  # in-process embedders: cpu, cuda:N or mps (batches); else the provider's URL
+    precision: str | None  # fp32, fp16, bf16 or int8; null for a remote embedder
+    query_device: str | None  # where one query is embedded (the CPU path may answer it faster)
+    language: str
+    top_k: int
+    threshold: float
+    mode: Mode
+    chunk_size: int
+    chunk_overlap: int
+    kb_path: str | None
+    kb_folder: str | None  # "kb folder missing: ..." when the folder cannot be read
+    store: str
+    physical: str | None
+    llm: dict[str, Any]  # provider, model and its server's circuit
+    # provider, model and its device and precision (local) or its server's circuit (http); null
+    # without an enabled rerank block
+    rerank: dict[str, Any] | None
+    indexer: dict[str, Any]  # `running`, and the watcher's row for the collection when it runs

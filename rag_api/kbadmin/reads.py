@@ -14,7 +14,16 @@ from typing import Any
 from rag_api.catalog import Catalog
 from rag_api.indexing import kb
 from rag_api.kbadmin.chunks import API_CHUNKS, TEMPORARY, chunk_view, result_view, shown_score
-from rag_api.kbadmin.models import ChunkFilters, Context, Search
+from rag_api.kbadmin.models import (
+    ChunkFilters,
+    ChunkPage,
+    Context,
+    ContextBlock,
+    Search,
+    SearchResults,
+    SourceList,
+    Status,
+)
 from rag_api.llm.prompts import pack
 from rag_api.payload import CHUNK_TYPES, DYNAMIC, SOURCE, StoredChunk
 from rag_api.points.collection import Collection
@@ -27,7 +36,7 @@ RANKED_MAX = 1000  # a listing ordered by a query ranks at most this many chunks
 ANY_COSINE = -math.inf  # a listing by relevance without min_score keeps every chunk
 
 
-def status(hub: Catalog, collection: Collection) -> dict[str, Any]:
+def status(hub: Catalog, collection: Collection, indexer: dict[str, Any]) -> Status:
     """The spec's status fields (chunk count, embedding dim, sources, device, thresholds...)."""
     cfg = collection.cfg
     info = collection.info(refresh=True)
@@ -39,31 +48,34 @@ def status(hub: Catalog, collection: Collection) -> dict[str, Any]:
     }
     embedder = cfg.embedder
     placement = hub.embedders.where(embedder).view()
-    return {
-        "enabled": True,
-        "collection": collection.name,
-        "default_collection": hub.default_visible(),
-        **counts,
-        "embedding_model": embedder.id,
-        "embedding_dim": embedder.dim,
-        **placement,  # device (or a remote model's URL), precision, query_device
-        "language": cfg.language,
-        "top_k": cfg.retrieval.top_k,
-        "threshold": cfg.retrieval.threshold,
-        "mode": cfg.retrieval.mode,
-        "chunk_size": cfg.chunking.size,
-        "chunk_overlap": cfg.chunking.overlap,
-        "kb_path": str(collection.kb_path) if collection.kb_path else None,
-        # None: listable, or no folder (fed through the API); else "kb folder missing: ..."
-        "kb_folder": kb.folder_problem(collection.kb_path) if collection.kb_path else None,
-        "store": hub.store.location,
-        "physical": info.physical if info else None,
-        "llm": hub.generators.describe(cfg.llm),
-        "rerank": hub.rerankers.describe(cfg.rerank),
-    }
+    return Status(
+        **{
+            "enabled": True,
+            "collection": collection.name,
+            "default_collection": hub.default_visible(),
+            **counts,
+            "embedding_model": embedder.id,
+            "embedding_dim": embedder.dim,
+            **placement,  # device (or a remote model's URL), precision, query_device
+            "language": cfg.language,
+            "top_k": cfg.retrieval.top_k,
+            "threshold": cfg.retrieval.threshold,
+            "mode": cfg.retrieval.mode,
+            "chunk_size": cfg.chunking.size,
+            "chunk_overlap": cfg.chunking.overlap,
+            "kb_path": str(collection.kb_path) if collection.kb_path else None,
+            # None: listable, or no folder (fed through the API); else "kb folder missing: ..."
+            "kb_folder": kb.folder_problem(collection.kb_path) if collection.kb_path else None,
+            "store": hub.store.location,
+            "physical": info.physical if info else None,
+            "llm": hub.generators.describe(cfg.llm),
+            "rerank": hub.rerankers.describe(cfg.rerank),
+            "indexer": indexer,
+        }
+    )
 
 
-def sources(collection: Collection) -> dict[str, Any]:
+def sources(collection: Collection) -> SourceList:
     """Each source with its chunk count and whether it holds dynamic (API) chunks."""
     counts = collection.sources()
     api = (StoredChunk(r.payload) for r in collection.records(API_CHUNKS, [SOURCE, DYNAMIC]))
@@ -72,12 +84,12 @@ def sources(collection: Collection) -> dict[str, Any]:
         {"source": source, "chunk_count": count, "has_dynamic": source in dynamic}
         for source, count in sorted(counts.items())
     ]
-    return {"count": len(items), "items": items}
+    return SourceList(count=len(items), items=items)
 
 
 def list_chunks(
     collection: Collection, request: ChunkFilters, metadata: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
+) -> ChunkPage:
     """A page of chunks in index order, or by relevance to `query` (cosine, above `min_score`)."""
     selector = Selector(
         sources=(request.source_exact,) if request.source_exact is not None else None,
@@ -99,7 +111,7 @@ def list_chunks(
         body["total"], records = collection.page(selector, request.offset, request.limit)
         page = [(StoredChunk(r.payload), None) for r in records]
     body["items"] = [chunk_view(p, score, request.include_text) for p, score in page]
-    return body
+    return ChunkPage(**body)
 
 
 def run_search(hub: Catalog, target: Target, request: Search) -> Found:
@@ -108,31 +120,29 @@ def run_search(hub: Catalog, target: Target, request: Search) -> Found:
     return search_target(hub, target, request.search_request())
 
 
-def search_results(hub: Catalog, target: Target, request: Search) -> dict[str, Any]:
+def search_results(hub: Catalog, target: Target, request: Search) -> SearchResults:
     """/search: what the injection would retrieve, with scores (each result naming its
     collection; through `auto`, the `routing` block too)."""
     found = run_search(hub, target, request)
     results = [result_view(p) for p in found.passages]
-    return {"query": request.query, "count": len(results), "results": results} | found.head()
+    head = found.head()
+    return SearchResults(query=request.query, count=len(results), results=results, **head)
 
 
-def context(hub: Catalog, target: Target, request: Context) -> dict[str, Any]:
+def context(hub: Catalog, target: Target, request: Context) -> ContextBlock:
     """/context: the block the pipeline injects, ready to use, and what it was built from; the
     header in the language asked for, else the answer's (through `auto`, rag_api.routing)."""
     started = time.perf_counter()
     found = run_search(hub, target, request)
     language = request.language or found.language
     timings = {**found.timings_ms, "total": round((time.perf_counter() - started) * 1000, 3)}
-    head = found.head()
-    routing = head.pop("routing", None)
-    return {
-        "block": context_block(language, found.passages),
-        "results": [result_view(p) for p in found.passages],
-        "injected": len(found.passages),
-        **head,
-        "timings_ms": timings,
-        **({"routing": routing} if routing is not None else {}),
-    }
+    return ContextBlock(
+        block=context_block(language, found.passages),
+        results=[result_view(p) for p in found.passages],
+        injected=len(found.passages),
+        timings_ms=timings,
+        **found.head(),
+    )
 
 
 def context_block(language: str, passages: list[Passage]) -> str:

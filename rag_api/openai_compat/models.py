@@ -19,10 +19,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator
 
-from rag_api.answering.query import Filters
+from rag_api.answering.models import Filters, RoutingBlock, Source, Usage
 from rag_api.llm.generators import Options
 from rag_api.openai_compat.functions import chat_tool_choice, chat_tools
-from rag_api.schema import Body
+from rag_api.schema import Answer, Body
 
 ModelName = Annotated[str, Field(min_length=1, max_length=256)]
 Temperature = Annotated[float, Field(ge=0.0, le=2.0)]
@@ -239,3 +239,102 @@ class ResponsesRequest(Tooled):
             parallel_tool_calls=self.parallel_tool_calls,
             response_format=self.response_format,
         )
+
+
+# --- answers: OpenAI's objects, plus the hub's `sources`, `generator`, `warning`
+
+
+class ModelCard(Answer):
+    id: str  # a collection name
+    object: Literal["model"]
+    created: int
+    owned_by: str
+
+
+class ModelList(Answer):
+    object: Literal["list"]
+    data: list[ModelCard]
+
+
+class HubFields(Answer):
+    sources: list[Source]
+    generator: str | None  # who answered: the LLM provider, or "extractive"
+    warning: str | None = None  # present only when something degraded the answer
+    routing: RoutingBlock | None = None  # only from `auto`
+
+
+class AssistantMessage(Answer):
+    role: Literal["assistant"]
+    content: str
+    refusal: None
+
+
+class CompletionChoice(Answer):
+    index: int
+    message: AssistantMessage
+    logprobs: None
+    finish_reason: str
+
+
+class ChatCompletion(HubFields):
+    """A `chat.completion`; with `stream: true`, `chat.completion.chunk` server-sent events."""
+
+    id: str
+    object: Literal["chat.completion"]
+    created: int
+    model: str
+    system_fingerprint: None
+    choices: list[CompletionChoice]
+    usage: Usage
+
+
+class OutputText(Answer):
+    type: Literal["output_text"]
+    text: str
+    annotations: list[Any]
+    logprobs: list[Any]
+
+
+class OutputMessage(Answer):
+    type: Literal["message"]
+    id: str
+    status: str
+    role: Literal["assistant"]
+    content: list[OutputText]
+
+
+class FunctionCallItem(Answer):
+    type: Literal["function_call"]
+    id: str
+    call_id: str
+    name: str
+    arguments: str  # JSON
+    status: str
+
+
+class ResponseObject(HubFields):
+    """A Responses API `response`; with `stream: true`, its server-sent event sequence."""
+
+    id: str
+    object: Literal["response"]
+    created_at: int
+    status: Literal["completed", "incomplete"]
+    error: None
+    incomplete_details: dict[str, str] | None
+    instructions: str | None
+    max_output_tokens: int | None
+    model: str
+    output: list[OutputMessage | FunctionCallItem]
+    parallel_tool_calls: bool
+    previous_response_id: str | None
+    reasoning: None
+    store: bool
+    temperature: float | None
+    text: dict[str, Any]
+    tool_choice: str | dict[str, Any]
+    tools: list[Any]
+    top_p: float | None
+    truncation: str
+    usage: dict[str, Any]  # input_tokens, output_tokens, total_tokens and their details
+    user: None
+    metadata: dict[str, str]

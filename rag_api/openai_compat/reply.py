@@ -9,7 +9,7 @@ from functools import partial
 from typing import Any
 
 from rag_api.answering.answer import AnswerStream, answer, converse
-from rag_api.answering.query import Filters
+from rag_api.answering.models import Filters
 from rag_api.catalog import Catalog
 from rag_api.embedding.languages import text_language
 from rag_api.errors import InvalidRequest

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rag_api.answering.query import QueryBody, run_query
+from rag_api.answering.models import QueryBody
+from rag_api.answering.query import run_query
 from rag_api.catalog import Catalog
 from rag_api.evaluation.request import EvalBody, run_eval
 from rag_api.ops.backup.restore import restore_backup
@@ -49,10 +50,10 @@ class LocalOps:
         return restore_backup(self.hub, path, names, as_name, adopt).as_dict()
 
     def collections(self) -> list[dict[str, Any]]:
-        return [self.hub.describe(name) for name in self.hub.collections]
+        return [self.hub.describe(n).model_dump(exclude_unset=True) for n in self.hub.collections]
 
     def query(self, collection: str, body: QueryBody) -> dict[str, Any]:
-        return run_query(self.hub, collection, body)
+        return run_query(self.hub, collection, body).model_dump(exclude_unset=True)
 
     def eval(self, collection: str, body: EvalBody) -> dict[str, Any]:
         return run_eval(self.hub, collection, body)  # no time bound: the user's own process

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 
-from rag_api.answering.query import QueryBody, run_query
+from rag_api.answering.models import QueryBody
+from rag_api.answering.query import run_query
 from rag_api.indexing.sync import sync_collection
 from tests.conftest import REPO, repo_yaml, write_config
 
@@ -21,9 +22,10 @@ def test_the_extractive_answer_holds_the_expected_fact(tmp_path, make_settings, 
     missed = []
     for example in examples:
         body = run_query(hub, "docs", QueryBody(query=example["question"]))
-        assert body["generator"] == "extractive" and "warning" not in body
-        if example["answer"].lower() not in body["answer"].lower():
-            missed.append((example["question"], example["answer"], body["answer"]))
+        assert body.generator == "extractive" and body.warning is None
+        assert body.answer is not None
+        if example["answer"].lower() not in body.answer.lower():
+            missed.append((example["question"], example["answer"], body.answer))
     assert len(examples) == 18
     assert len(missed) <= 1, "\n\n".join(map(str, missed))
-    assert "unavailable" not in body["answer"]
+    assert "unavailable" not in body.answer

@@ -145,12 +145,12 @@ def test_status_ready_and_collections_show_the_device(
     )
     settings = make_settings(path)
     hub = open_hub(settings)
-    assert hub.describe("docs")["device"] == "cpu"  # before the model is loaded: where it will
+    assert hub.describe("docs").device == "cpu"  # before the model is loaded: where it will
     hub.load_models()
-    body = status(hub, hub.collections["docs"])
-    assert (body["device"], body["precision"], body["query_device"]) == ("cpu", "fp32", "cpu")
+    body = status(hub, hub.collections["docs"], {"running": False})
+    assert (body.device, body.precision, body.query_device) == ("cpu", "fp32", "cpu")
     described = hub.describe("docs")
-    assert (described["device"], described["precision"]) == ("cpu", "fp32")
+    assert (described.device, described.precision) == ("cpu", "fp32")
     client = serve(settings, hub).client()
     assert client.get("/v1/rag/status").json()["precision"] == "fp32"
     ready = client.get("/ready").json()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag_api.answering.query import QueryBody, run_query
+from rag_api.answering.models import QueryBody
+from rag_api.answering.query import run_query
 from rag_api.indexing.chunking import Chunk
 from rag_api.search.diversity import candidate_pool, diversify
 from rag_api.search.passage import Passage
@@ -93,4 +94,4 @@ def test_near_duplicates_give_way_to_a_distinct_passage(
     response = run_query(
         hub, "kb", QueryBody(query=query, top_k=3, mode=mode, diversity=0.7, generate=False)
     )
-    assert [s["source"] for s in response["sources"]] == picked
+    assert [s.source for s in response.sources] == picked

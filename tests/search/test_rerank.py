@@ -140,8 +140,8 @@ def test_status_says_where_the_cross_encoder_runs(
 ) -> None:
     hub, kb = open_kb(tmp_path, "edge", make_settings, open_hub, {"model": cross_encoder})
     shown = {"provider": "local", "model": cross_encoder, "device": "cpu", "precision": "fp32"}
-    assert status(hub, kb)["rerank"] == shown  # auto on a machine without a GPU
-    assert hub.describe("kb")["rerank"] == shown
+    assert status(hub, kb, {"running": False}).rerank == shown  # auto on a machine without a GPU
+    assert hub.describe("kb").rerank == shown
     switched_off = {"model": cross_encoder, "enabled": False}
     other, off = open_kb(tmp_path / "off", "edge", make_settings, open_hub, switched_off)
-    assert status(other, off)["rerank"] is None
+    assert status(other, off, {"running": False}).rerank is None

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from rag_api.answering.answer import select_context
-from rag_api.answering.query import QueryBody, run_query
+from rag_api.answering.models import QueryBody
+from rag_api.answering.query import run_query
 from rag_api.hub import Hub
 from rag_api.indexing.chunking import Chunk
 from rag_api.points.collection import Collection
@@ -108,13 +109,18 @@ def test_empty_allowlist_answers_no_evidence_without_calling_the_llm(
     )
     fill(hub.collection("kb"))
     asked = run_query(hub, "kb", QueryBody(query="refunds", threshold=-1.0))
-    assert asked["generator"] == "ollama" and len(fake_ollama.calls("/api/chat")) == 1
+    assert asked.generator == "ollama" and len(fake_ollama.calls("/api/chat")) == 1
 
     response = run_query(hub, "kb", QueryBody(query="refunds", sources=[]))
-    assert response["sources"] == []
-    assert response["generator"] == "none"
-    assert response["usage"] == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-    assert response["answer"]
+    assert response.sources == []
+    assert response.generator == "none"
+    assert response.usage is not None
+    assert response.usage.model_dump() == {
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "total_tokens": 0,
+    }
+    assert response.answer
     assert len(fake_ollama.calls("/api/chat")) == 1  # still only the first question's call
 
 
@@ -168,10 +174,10 @@ def test_context_budget_limits_what_reaches_the_generator(
     docs = {f"doc{i}.md": (f"Refunds rule {i}: " + "details " * 8, {}) for i in range(5)}
     fill(hub.collection("kb"), docs)
     body = QueryBody(query="refunds rule", threshold=-1.0, top_k=5)
-    retrieved = run_query(hub, "kb", body.model_copy(update={"generate": False}))["sources"]
-    answered = run_query(hub, "kb", body)["sources"]
+    retrieved = run_query(hub, "kb", body.model_copy(update={"generate": False})).sources
+    answered = run_query(hub, "kb", body).sources
     assert len(retrieved) == 5
-    assert sum(len(s["text"]) for s in answered) <= 120
+    assert sum(len(s.text) for s in answered) <= 120
     assert answered == retrieved[: len(answered)] and 0 < len(answered) < 5
 
 

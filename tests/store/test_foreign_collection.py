@@ -10,7 +10,8 @@ import pytest
 import qdrant_edge as qe
 from qdrant_client import models as m
 
-from rag_api.answering.query import QueryBody, run_query
+from rag_api.answering.models import QueryBody
+from rag_api.answering.query import run_query
 from rag_api.config import load_config
 from rag_api.embedding.embedders import Embedders
 from rag_api.hub import Hub
@@ -96,6 +97,6 @@ def test_collection_without_sparse_vectors_is_searched_dense_only(
     assert diverse.passages and all(p.vector is not None for p in diverse.passages)
 
     response = run_query(hub, "legacy", QueryBody(query="stolen laptop", mode=mode))
-    assert response["mode"] == "dense"
-    assert response["generator"] == "extractive"
-    assert response["sources"][0]["source"] == "laptops.pdf"
+    assert response.mode == "dense"
+    assert response.generator == "extractive"
+    assert response.sources[0].source == "laptops.pdf"

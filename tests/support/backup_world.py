@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rag_api.answering.query import QueryBody, run_query
+from rag_api.answering.models import QueryBody
+from rag_api.answering.query import run_query
 from rag_api.hub import Hub
 from rag_api.indexing.chunking import Chunk
 from rag_api.points.collection import Collection
@@ -47,7 +48,5 @@ def rankings(hub: Hub, name: str = "docs") -> list[list[tuple[str, int, float]]]
     rows = []
     for question in [*QUESTIONS, "invoice customer acme", "opening hours"]:
         response = run_query(hub, name, QueryBody(query=question, generate=False))
-        rows.append(
-            [(s["source"], s["chunk_index"], round(s["score"], 5)) for s in response["sources"]]
-        )
+        rows.append([(s.source, s.chunk_index, round(s.score, 5)) for s in response.sources])
     return rows

@@ -12,9 +12,8 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
 
 from rag_api.access.grant import audit
-from rag_api.http import answers
+from rag_api.http.answered import answered
 from rag_api.http.auth import require_reader, require_writer
-from rag_api.http.declared import declared
 from rag_api.http.deps import HubDep, WatcherDep, indexer_status
 from rag_api.http.hot_reads import HotRead
 from rag_api.hub import Hub
@@ -41,49 +40,45 @@ def one(hub: Hub, in_body: str | None, in_query: str | None) -> Collection:
     return hub.collection(named(in_body, in_query))
 
 
-@router.get("/status", dependencies=READ, response_model=answers.Status, **EXACT)
+@router.get("/status", dependencies=READ, response_model=models.Status, **EXACT)
 def status(hub: HubDep, watcher: WatcherDep, collection: CollectionParam = None) -> Response:
     """The collection's state, and the folder watcher's for it when this process watches."""
     kb = one(hub, None, collection)
     watching = indexer_status(watcher)
-    indexer = watching["collections"].get(kb.name)
-    state = {
-        **reads.status(hub, kb),
-        "indexer": {"running": watching["running"], **(indexer or {})},
-    }
-    return declared(answers.Status, state)
+    indexer = {"running": watching["running"], **(watching["collections"].get(kb.name) or {})}
+    return answered(reads.status(hub, kb, indexer))
 
 
-@router.get("/sources", dependencies=READ, response_model=answers.SourceList, **EXACT)
+@router.get("/sources", dependencies=READ, response_model=models.SourceList, **EXACT)
 def sources(hub: HubDep, collection: CollectionParam = None) -> Response:
-    return declared(answers.SourceList, reads.sources(one(hub, None, collection)))
+    return answered(reads.sources(one(hub, None, collection)))
 
 
-@router.get("/chunks", dependencies=READ, response_model=answers.ChunkPage, **EXACT)
+@router.get("/chunks", dependencies=READ, response_model=models.ChunkPage, **EXACT)
 def chunks(params: Annotated[models.ChunkFilters, Query()], hub: HubDep) -> Response:
-    return declared(answers.ChunkPage, reads.list_chunks(one(hub, params.collection, None), params))
+    return answered(reads.list_chunks(one(hub, params.collection, None), params))
 
 
-@router.post("/chunks/list", dependencies=READ, response_model=answers.ChunkPage, **EXACT)
+@router.post("/chunks/list", dependencies=READ, response_model=models.ChunkPage, **EXACT)
 def chunks_list(
     body: models.ListChunks, hub: HubDep, collection: CollectionParam = None
 ) -> Response:
     kb = one(hub, body.collection, collection)
-    return declared(answers.ChunkPage, reads.list_chunks(kb, body, body.metadata))
+    return answered(reads.list_chunks(kb, body, body.metadata))
 
 
-@router.post("/search", dependencies=READ, response_model=answers.SearchResults, **EXACT)
+@router.post("/search", dependencies=READ, response_model=models.SearchResults, **EXACT)
 def search(body: models.Search, hub: HubDep, collection: CollectionParam = None) -> Response:
     """Passages for the query from the collection, or from where `auto` routes it."""
     target = resolve(hub, named(body.collection, collection), body.collections)
-    return declared(answers.SearchResults, reads.search_results(hub, target, body))
+    return answered(reads.search_results(hub, target, body))
 
 
-@router.post("/context", dependencies=READ, response_model=answers.ContextBlock, **EXACT)
+@router.post("/context", dependencies=READ, response_model=models.ContextBlock, **EXACT)
 def context(body: models.Context, hub: HubDep, collection: CollectionParam = None) -> Response:
     """The passages as one block for a prompt, from the collection or from where `auto` routes."""
     target = resolve(hub, named(body.collection, collection), body.collections)
-    return declared(answers.ContextBlock, reads.context(hub, target, body))
+    return answered(reads.context(hub, target, body))
 
 
 # the reads rag_api.http.hot_reads serves without FastAPI's per-request work (never with a query

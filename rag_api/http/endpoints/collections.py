@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Depends
+from fastapi.responses import Response
 
-from rag_api.http.answers import CollectionList
+from rag_api.catalog import CollectionList
+from rag_api.http.answered import answered
 from rag_api.http.auth import require_reader
 from rag_api.http.deps import HubDep
 
@@ -14,9 +14,7 @@ router = APIRouter(tags=["collections"], dependencies=[Depends(require_reader)])
 
 
 @router.get("/collections", response_model=CollectionList, response_model_exclude_unset=True)
-def list_collections(hub: HubDep) -> dict[str, Any]:
+def list_collections(hub: HubDep) -> Response:
     """Every configured collection: its settings and what the store holds."""
-    return {
-        "default_collection": hub.default_visible(),
-        "collections": [hub.describe(name) for name in hub.visible()],
-    }
+    described = [hub.describe(name) for name in hub.visible()]
+    return answered(CollectionList(default_collection=hub.default_visible(), collections=described))

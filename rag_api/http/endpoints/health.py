@@ -8,11 +8,11 @@ from fastapi import APIRouter
 
 from rag_api.access.grant import EVERY
 from rag_api.errors import NotReady
-from rag_api.http.answers import Ready
 from rag_api.http.auth import PrincipalDep
 from rag_api.http.deps import OpenedDep
 from rag_api.indexing.kb import folder_problem
 from rag_api.ops.server import readiness
+from rag_api.ops.server.readiness import Ready
 
 router = APIRouter(tags=["health"])
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from rag_api.http.answers import STREAMED, ChatCompletion, ModelCard, ModelList, ResponseObject
+from rag_api.http.answered import STREAMED
 from rag_api.http.any_path import ANY
 from rag_api.http.auth import require_reader
 from rag_api.http.deps import GenerationDep, HubDep, ResponsesDep
@@ -19,7 +19,14 @@ from rag_api.openai_compat import chat, responses
 from rag_api.openai_compat.conversation import from_chat, from_responses, input_items
 from rag_api.openai_compat.embeddings import EmbeddingsRequest, create_embeddings
 from rag_api.openai_compat.model_names import find_model, model_card, models
-from rag_api.openai_compat.models import ChatRequest, ResponsesRequest
+from rag_api.openai_compat.models import (
+    ChatCompletion,
+    ChatRequest,
+    ModelCard,
+    ModelList,
+    ResponseObject,
+    ResponsesRequest,
+)
 from rag_api.openai_compat.reply import start_reply
 
 router = APIRouter(tags=["openai"], dependencies=[Depends(require_reader)], route_class=OpenAIRoute)

@@ -39,7 +39,7 @@ def overview(
     backups = last_backups(hub.settings.backups_path)
     rows = []
     for name in hub.visible():
-        row = hub.describe(name)
+        row = hub.describe(name).model_dump(exclude_unset=True)
         row["files"], row["kb_problem"] = _file_count(hub, name)
         state = state_of["collections"].get(name)
         row["watcher"] = {"running": state_of["running"]} | (

@@ -6,11 +6,11 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from rag_api.answering.query import QueryBody, run_query
+from rag_api.answering.models import QueryAnswer, QueryBody
+from rag_api.answering.query import run_query
 from rag_api.answering.stream import QueryEvents
-from rag_api.http.answers import STREAMED, QueryAnswer
+from rag_api.http.answered import STREAMED, answered
 from rag_api.http.auth import require_reader
-from rag_api.http.declared import declared
 from rag_api.http.deps import GenerationDep, HubDep
 from rag_api.http.hot_reads import HotRead
 from rag_api.http.sse import EventStream
@@ -37,19 +37,19 @@ async def query(
         events = await generation.run(QueryEvents, hub, collection, body)
         return EventStream(iter(events), events.close, generation)
     if body.generate:
-        return await generation.run(answered, hub, collection, body)
-    return await run_in_threadpool(answered, hub, collection, body)
+        return await generation.run(answer, hub, collection, body)
+    return await run_in_threadpool(answer, hub, collection, body)
 
 
-def answered(hub: Hub, collection: str, body: QueryBody) -> Response:
-    """The query's answer, checked and serialised in the worker thread (routes.declared)."""
-    return declared(QueryAnswer, run_query(hub, collection, body))
+def answer(hub: Hub, collection: str, body: QueryBody) -> Response:
+    """The query's answer, serialised in the worker thread that made it."""
+    return answered(run_query(hub, collection, body))
 
 
 # a retrieval-only query, served by rag_api.http.hot_reads without FastAPI's per-request work
 HOT = HotRead(
     "/query/{collection}",
     QueryBody,
-    lambda hub, body, collection: answered(hub, collection, body),
+    lambda hub, body, collection: answer(hub, collection, body),
     takes=lambda body: not body.stream and not body.generate,
 )

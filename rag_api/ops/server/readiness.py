@@ -3,9 +3,12 @@ read and written with its embedder loaded. /ready and `rag-hub check` report fro
 
 from __future__ import annotations
 
+from typing import Any
+
 from rag_api.catalog import Catalog
 from rag_api.errors import RagError
 from rag_api.payload import SOURCE
+from rag_api.schema import Answer
 from rag_api.store import Selector
 
 
@@ -46,3 +49,18 @@ def summary(found: dict[str, RagError], detailed: bool) -> str:
         f"{name}: {exc.message if detailed else exc.code.lower().replace('_', ' ')}"
         for name, exc in sorted(found.items())
     )
+
+
+class Ready(Answer):
+    """GET /ready; `store`, `collections` and `disk` only for a caller with the reader key."""
+
+    status: str
+    kb_folders: dict[str, str]  # collection -> why its kb folder cannot be read (still served)
+    llm: dict[str, str]  # collection -> its LLM server's circuit: closed, open or half-open
+    rerank: dict[str, str] = {}  # collection -> its rerank server's circuit (provider http)
+    store: str | None = None
+    collections: list[str] | None = None
+    disk: dict[str, Any] | None = None  # free space of the store's disk, when it is watched
+    # collection -> its embedder's device, precision and query device
+    embedders: dict[str, dict[str, str | None]] | None = None
+    rerankers: dict[str, dict[str, Any]] | None = None  # collection -> as in /v1/rag/status

@@ -6,7 +6,8 @@ import threading
 
 import pytest
 
-from rag_api.answering.query import QueryBody, run_query
+from rag_api.answering.models import QueryBody
+from rag_api.answering.query import run_query
 from rag_api.config import EmbedderConfig
 from rag_api.errors import EmbedderUnavailable, MigrationInProgress
 from rag_api.hub import Hub
@@ -38,7 +39,7 @@ def answers(hub: Hub) -> list[list[tuple[str, int]]]:
     rows = []
     for question in QUESTIONS:
         response = run_query(hub, "docs", QueryBody(query=question, generate=False, mode="dense"))
-        rows.append([(s["source"], s["chunk_index"]) for s in response["sources"]])
+        rows.append([(s.source, s.chunk_index) for s in response.sources])
     return rows
 
 
@@ -219,5 +220,5 @@ def test_real_models_minilm_to_multilingual_e5(tmp_path, make_settings, open_hub
     assert result.embedded == result.points == hub.store.count("docs__v1")
     assert result.top5_overlap is not None and result.top5_overlap > 0.3  # related models agree
     response = run_query(hub, "docs", QueryBody(query="Where can visitors park?", generate=False))
-    assert response["sources"][0]["source"] == "api/parking"
+    assert response.sources[0].source == "api/parking"
     assert run_check(hub, sample=8).exit_code == 0  # e5 re-embeds its own vectors identically

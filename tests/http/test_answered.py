@@ -1,5 +1,6 @@
-"""The hot read routes serialise their answers themselves (rag_api.http.declared): the bytes must
-be the ones FastAPI's own response_model path sends for the same answer, key order included."""
+"""The routes send the answer models the domain built, serialised themselves (rag_api.http.answered):
+the bytes must be the ones FastAPI's own response_model path sends for the same answer, key order
+included."""
 
 from __future__ import annotations
 
@@ -10,30 +11,30 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
-from fastapi.exceptions import ResponseValidationError
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from rag_api.http import answers
-from rag_api.http.declared import declared
+from rag_api.answering.models import QueryAnswer
+from rag_api.http.answered import answered
+from rag_api.kbadmin.models import ChunkPage, ContextBlock, SearchResults, SourceList, Status
 from rag_api.settings import Settings
 from tests.conftest import hash_collection, write_config
 from tests.support.openai_support import REFUND, start_indexed, write_kb
 
 CALLS = [  # (method, path, body, declared model)
-    ("POST", "/query/docs", {"query": REFUND, "generate": False}, answers.QueryAnswer),
+    ("POST", "/query/docs", {"query": REFUND, "generate": False}, QueryAnswer),
     (
         "POST",
         "/query/docs",
         {"query": REFUND, "generate": False, "mode": "dense"},
-        answers.QueryAnswer,
+        QueryAnswer,
     ),
-    ("POST", "/query/docs", {"query": REFUND}, answers.QueryAnswer),
-    ("POST", "/v1/rag/search", {"query": REFUND, "top_k": 10}, answers.SearchResults),
-    ("POST", "/v1/rag/context", {"query": REFUND}, answers.ContextBlock),
-    ("POST", "/v1/rag/chunks/list", {"query": REFUND}, answers.ChunkPage),
-    ("GET", "/v1/rag/status", None, answers.Status),
-    ("GET", "/v1/rag/sources", None, answers.SourceList),
-    ("GET", "/v1/rag/chunks?include_text=true", None, answers.ChunkPage),
+    ("POST", "/query/docs", {"query": REFUND}, QueryAnswer),
+    ("POST", "/v1/rag/search", {"query": REFUND, "top_k": 10}, SearchResults),
+    ("POST", "/v1/rag/context", {"query": REFUND}, ContextBlock),
+    ("POST", "/v1/rag/chunks/list", {"query": REFUND}, ChunkPage),
+    ("GET", "/v1/rag/status", None, Status),
+    ("GET", "/v1/rag/sources", None, SourceList),
+    ("GET", "/v1/rag/chunks?include_text=true", None, ChunkPage),
 ]
 
 
@@ -90,10 +91,10 @@ def test_a_query_answer_keeps_the_model_order_and_adds_no_unset_key(live) -> Non
     assert list(answer["sources"][0])[:4] == ["source", "chunk_index", "score", "text"]
 
 
-def test_an_undeclared_key_fails_as_fastapis_check_does() -> None:
+def test_an_answer_holds_only_what_it_declares() -> None:
     answer = {"query": "q", "count": 0, "results": [], "collection": "docs", "mode": "dense"}
-    assert declared(answers.SearchResults, answer).body.startswith(b'{"query":"q"')
-    with pytest.raises(ResponseValidationError):
-        declared(answers.SearchResults, {**answer, "surprise": 1})
-    with pytest.raises(ResponseValidationError):
-        declared(answers.SearchResults, {**answer, "count": "many"})
+    assert answered(SearchResults(**answer)).body.startswith(b'{"query":"q"')
+    with pytest.raises(ValidationError, match="surprise"):
+        SearchResults(**answer, surprise=1)
+    with pytest.raises(ValidationError, match="count"):
+        SearchResults(**{**answer, "count": "many"})
