@@ -10,6 +10,7 @@ from rag_api.access.grant import allowed
 from rag_api.config import HubConfig, load_config
 from rag_api.embedding.embedders import Embedders
 from rag_api.errors import CollectionDisabled, CollectionNotFound, RagError, StoreUnavailable
+from rag_api.jobs.book import Jobs
 from rag_api.llm.generators import Generators
 from rag_api.observability.request_context import note_collection
 from rag_api.points.collection import Collection
@@ -32,6 +33,7 @@ class Hub:
         self.marker: OpenMarker | None = None  # set by open(): a hub built by hand keeps none
         self.embedders = Embedders(settings)
         self.generators = Generators(settings)
+        self.jobs = Jobs(history_of={"upload": settings.upload_history})  # and their lanes
         rerank_server.configure(settings.llm_failures, settings.llm_cooldown_s)
         self.collections = {
             name: Collection(name, cfg, config.kb_path(name), store, self.embedders)

@@ -24,7 +24,7 @@ LAYERS = (
         "atomic",
         "redact",
     },
-    {"observability", "access"},
+    {"observability", "access", "jobs"},
     {"store"},  # nothing of ours but the foundation: Qdrant stays behind it
     {"embedding"},
     {"llm"},

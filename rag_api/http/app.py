@@ -19,6 +19,7 @@ from rag_api.http.endpoints import (
     collections,
     evaluation,
     health,
+    jobs,
     openai,
     ops,
     overview,
@@ -128,6 +129,7 @@ def create_app(
         watcher.router,
         admin.router,
         uploads.router,
+        jobs.router,
         evaluation.router,
         overview.router,
     )

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
 from pydantic import ConfigDict
@@ -32,8 +33,6 @@ from rag_api.store import Layout, physical_name, version_of
 log = logging.getLogger("rag_api.ops.migrate.run")
 MAX_PASSES = 3  # copy passes before the final catch-up under the write gate
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
-_active: set[tuple[int, str]] = set()
-_active_lock = threading.Lock()
 
 
 @dataclass
@@ -236,23 +235,15 @@ def drop_old(hub: Hub, name: str) -> list[str]:
 
 @contextmanager
 def exclusive(hub: Hub, name: str) -> Iterator[None]:
-    """One migration (or drop) per collection at a time in this process."""
-    key = (id(hub), name)
-    with _active_lock:
-        if key in _active:
-            raise MigrationInProgress(f"a migration of '{name}' is already running")
-        _active.add(key)
-    try:
+    """One migration (or drop) per collection at a time in this hub (its claims, `hub.jobs`)."""
+    refusal = partial(MigrationInProgress, f"a migration of '{name}' is already running")
+    with hub.jobs.claims.hold(f"migrate:{name}", refusal):
         yield
-    finally:
-        with _active_lock:
-            _active.discard(key)
 
 
 def migrating(hub: Hub, name: str) -> bool:
-    """Whether a migration (or a drop of old versions) of `name` runs in this process now."""
-    with _active_lock:
-        return (id(hub), name) in _active
+    """Whether a migration (or a drop of old versions) of `name` runs in this hub now."""
+    return hub.jobs.claims.held(f"migrate:{name}")
 
 
 def _prepare_target(collection: Collection, plan: MigrationPlan) -> None:
