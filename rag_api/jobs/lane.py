@@ -64,10 +64,13 @@ class Lane:
                 self._reserved -= 1
 
     def submit(self, job: Job, work: Work) -> None:
-        """Queue the job; its work runs once the jobs before it have (not while the lane stops)."""
+        """Queue the job; its work runs once the jobs before it have. A stopped lane leaves it
+        queued, for whoever resumes the lane to submit again."""
         with self._cond:
+            if self.stopping.is_set():
+                return
             self._waiting.append((job, work))
-            if self._worker is None and not self.stopping.is_set():
+            if self._worker is None:
                 self._worker = threading.Thread(
                     target=self._drain, name=f"rag-{self.name}", daemon=True
                 )

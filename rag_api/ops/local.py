@@ -4,7 +4,7 @@ the method of its name, with the same request and answer as the server's route."
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel
 
@@ -84,6 +84,6 @@ class LocalOps:
     def query(self, request: OnCollection[QueryBody]) -> Json:
         return run_query(self.hub, request.collection, request.body)
 
-    def eval(self, request: OnCollection[EvalBody]) -> dict[str, Any]:
+    def eval(self, request: OnCollection[EvalBody]) -> Json:
         # no time bound: the user's own process
         return run_eval(self.hub, request.collection, request.body)

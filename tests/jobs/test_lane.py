@@ -74,9 +74,11 @@ def test_a_stopped_lane_leaves_its_jobs_queued() -> None:
     assert started.wait(10)
     lane.stop()
     assert [jobs.get(j.id)["status"] for j in (cut, waiting)] == ["queued", "queued"]
-    assert [j.id for j in jobs.unfinished("upload")] == [cut.id, waiting.id]
+    late = jobs.create("upload", [], files=[])
+    lane.submit(late, lambda _: {})  # while stopped: left queued, not run
+    assert [j.id for j in jobs.unfinished("upload")] == [cut.id, waiting.id, late.id]
 
     lane.resume()
     for job in jobs.unfinished("upload"):
         lane.submit(job, lambda _: {})
-    wait_for(lambda: jobs.get(cut.id)["status"] == jobs.get(waiting.id)["status"] == "done")
+    wait_for(lambda: {jobs.get(j.id)["status"] for j in (cut, waiting, late)} == {"done"})
