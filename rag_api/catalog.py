@@ -13,11 +13,11 @@ from rag_api.access.grant import allowed
 from rag_api.config import HubConfig, Mode, load_config
 from rag_api.embedding.embedders import Embedders
 from rag_api.errors import CollectionDisabled, CollectionNotFound, RagError, StoreUnavailable
+from rag_api.jobs.book import Jobs
 from rag_api.llm.generators import Generators
 from rag_api.llm.rerankers import Rerankers
 from rag_api.observability.request_context import note_collection
 from rag_api.points.collection import Collection
-from rag_api.points.locks import Claims
 from rag_api.points.typical import TypicalPassages
 from rag_api.schema import Answer
 from rag_api.settings import Settings
@@ -68,7 +68,7 @@ class Catalog:
             for name, cfg in config.collections.items()
         }
         self.typical = TypicalPassages()  # `auto`'s sample of each collection's passages
-        self.operations = Claims()  # a migration, drop of old versions or restore per name
+        self.jobs = Jobs(history_of={"upload": settings.upload_history})  # and their lanes
         self.fanout = ThreadPoolExecutor(FANOUT, thread_name_prefix="rag-fanout")
 
     @classmethod

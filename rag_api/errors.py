@@ -202,6 +202,13 @@ class JobNotFound(RagError):
     status = 404
 
 
+class IndexingFailed(RagError):
+    """An upload job with a file that could not be indexed (each file of the job says why)."""
+
+    code = "INDEXING_FAILED"
+    status = 422
+
+
 class NoKbFolder(RagError):
     """A collection fed only through the admin API (no `kb:`) has no folder to hold files."""
 

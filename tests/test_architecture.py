@@ -23,7 +23,7 @@ LAYERS = (
         "providers",
         "atomic",
     },
-    {"observability", "access"},
+    {"observability", "access", "jobs"},
     {"store"},  # nothing of ours but the foundation: Qdrant stays behind it
     {"embedding"},
     {"llm"},

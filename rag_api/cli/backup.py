@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from rag_api.cli.common import domain_errors
 from rag_api.cli.ops import store_owner
 from rag_api.settings import Settings
+
+if TYPE_CHECKING:
+    from rag_api.ops.backup.restore import Restored
 
 MB = 1024 * 1024
 
@@ -35,23 +38,26 @@ def backup(
     Consistent while the server runs: each collection is read in one state, its writes held
     for the read only (reads go on).
     """
-    body: dict[str, Any] = {"collections": list(collections) or None}
-    if to is not None:
-        body["to"] = str(to.resolve())  # the server may run elsewhere in the filesystem
+    from rag_api.ops.interface import BACKUP, BackupRequest
+
+    # the server may run elsewhere in the filesystem: an absolute folder
+    asked = BackupRequest(
+        collections=list(collections) or None, to=None if to is None else str(to.resolve())
+    )
     with store_owner(settings) as owner:
-        result = owner.backup(body)
+        result = owner.run(BACKUP, asked)
     if as_json:
-        click.echo(json.dumps(result, ensure_ascii=False))
+        click.echo(json.dumps(result.as_dict(), ensure_ascii=False))
         return
-    for name, entry in result["collections"].items():
-        held = result["held_s"].get(name, 0.0)
+    for name, entry in result.collections.items():
+        held = result.held_s.get(name, 0.0)
         click.echo(
             f"{name}: {entry['points']} points, {entry['bytes'] / MB:.1f} MB "
             f"(writes held {held:.2f} s)"
         )
-    click.echo(f"backup: {result['path']} ({result['seconds']:.1f} s)")
-    if result["pruned"]:
-        click.echo(f"retention removed: {', '.join(result['pruned'])}")
+    click.echo(f"backup: {result.path} ({result.seconds:.1f} s)")
+    if result.pruned:
+        click.echo(f"retention removed: {', '.join(result.pruned)}")
 
 
 @click.command()
@@ -92,31 +98,33 @@ def restore(
         click.confirm(
             f"Restore {', '.join(names)}{target} from {manifest['taken_at']}?", abort=True
         )
-    body: dict[str, Any] = {
-        "backup": str(backup.resolve()),
-        "collections": list(collections) or None,
-        "as": as_name,
-        "with_config": with_config,
-    }
+    from rag_api.ops.interface import RESTORE, RestoreRequest
+
+    asked = RestoreRequest(
+        backup=str(backup.resolve()),
+        collections=list(collections) or None,
+        as_name=as_name,
+        with_config=with_config,
+    )
     with store_owner(settings, prefer_server=True) as owner:
-        result = owner.restore(body)
-    adopted = [r for r in result["restored"] if r["config_adopted"]]
+        result = owner.run(RESTORE, asked)
+    adopted = [r for r in result.restored if r.config_adopted]
     if adopted:
         _write_embedders(settings, backup, manifest, adopted)
     if as_json:
-        click.echo(json.dumps(result, ensure_ascii=False))
+        click.echo(json.dumps(result.as_dict(), ensure_ascii=False))
         return
-    for r in result["restored"]:
+    for r in result.restored:
         click.echo(
-            f"{r['collection']}: {r['points']} points restored into {r['live']}"
-            + (f" ({r['previous']} is kept)" if r["previous"] else "")
+            f"{r.collection}: {r.points} points restored into {r.live}"
+            + (f" ({r.previous} is kept)" if r.previous else "")
         )
-    for note in result["notes"]:
+    for note in result.notes:
         click.echo(f"note: {note}")
 
 
 def _write_embedders(
-    settings: Settings, backup: Path, manifest: dict[str, Any], adopted: list[dict[str, Any]]
+    settings: Settings, backup: Path, manifest: dict[str, Any], adopted: list[Restored]
 ) -> None:
     """collections.yaml takes the embedder of each collection restored with --with-config."""
     from rag_api.config import CollectionConfig
@@ -124,8 +132,8 @@ def _write_embedders(
     from rag_api.ops.config import file as config_file
 
     for r in adopted:
-        entry = manifest["collections"][r["source"]]
-        header = backup_format.read_header(backup, r["source"], entry)
+        entry = manifest["collections"][r.source]
+        header = backup_format.read_header(backup, r.source, entry)
         embedder = CollectionConfig.model_validate(header.config).embedder
-        config_file.set_embedder(settings.config, r["collection"], embedder)
-        click.echo(f"{settings.config}: embedder of '{r['collection']}' set to {embedder.id}")
+        config_file.set_embedder(settings.config, r.collection, embedder)
+        click.echo(f"{settings.config}: embedder of '{r.collection}' set to {embedder.id}")

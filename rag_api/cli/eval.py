@@ -85,6 +85,7 @@ def _evaluate(
     from rag_api.cli.ops import store_owner
     from rag_api.evaluation.questions import dump_questions, load_questions, parse_rows
     from rag_api.evaluation.request import EvalBody
+    from rag_api.ops.interface import EVAL, OnCollection
 
     if modes:
         fields["modes"] = [m.strip() for m in modes.split(",") if m.strip()]
@@ -101,7 +102,7 @@ def _evaluate(
     except ValidationError as exc:
         raise click.BadParameter(exc.errors()[0]["msg"]) from None
     with store_owner(settings, admin=False) as owner:
-        document = owner.eval(collection, body)
+        document = owner.run(EVAL, OnCollection(collection=collection, body=body))
     if generate is not None:
         drafted = parse_rows(list(enumerate(document["generated"], 1)), "generated")
         path.write_text(dump_questions(drafted), encoding="utf-8")

@@ -20,9 +20,8 @@ from rag_api.providers import EMBEDDERS
 from rag_api.settings import Settings
 
 if TYPE_CHECKING:  # the store, the models and ruamel load only when a command runs
-    from rag_api.cli.ops_client import OpsClient
-    from rag_api.ops.local import LocalOps
-    from rag_api.ops.migrate.run import MigrationPlan
+    from rag_api.ops.interface import Ops
+    from rag_api.ops.migrate.run import MigrateBody, MigrationPlan, MigrationResult
 
 log = logging.getLogger("rag_api.ops")
 
@@ -30,7 +29,7 @@ log = logging.getLogger("rag_api.ops")
 @contextmanager
 def store_owner(
     settings: Settings, prefer_server: bool = False, admin: bool = True
-) -> Iterator[LocalOps | OpsClient]:
+) -> Iterator[Ops]:
     """This process on its own hub, or the running server when it owns the embedded store
     (asked with the admin key, or with `admin` False the reader key): the normal case while
     the hub serves, logged at info (`-v`).
@@ -105,9 +104,14 @@ def check(
 
     Exit status: 0 healthy, 1 problems found, 2 could not run (config, store).
     """
+    from rag_api.ops.interface import CHECK, CheckRequest
+
+    asked = CheckRequest(
+        collection=collection, repair=repair, sample=sample, verify_backups=verify_backups
+    )
     try:
         with store_owner(settings, admin=repair) as owner:  # a plain check only reads
-            document = owner.check(collection, repair, sample, verify_backups)
+            document = owner.run(CHECK, asked).as_dict()
     except RagError as exc:
         document = CheckReport.failed(exc.code, exc.message).as_dict()
     text = json.dumps(document, ensure_ascii=False)
@@ -156,13 +160,15 @@ def migrate(
         raise click.UsageError(
             "--drop-old has no dry run: `rag-hub collections` shows what is live"
         )
-    body: dict[str, Any] = {"collection": collection, "rollback": rollback}
-    if given:
-        body["embedder"] = _embedder(given).model_dump(exclude_defaults=True)
+    from rag_api.ops.interface import DROP_OLD, CollectionRequest
+    from rag_api.ops.migrate.run import MigrateBody
+
+    new_embedder = {"embedder": _embedder(given)} if given else {}
+    body = MigrateBody(collection=collection, rollback=rollback, **new_embedder)
     try:
         if drop_old:
             with store_owner(settings, prefer_server=True) as owner:
-                dropped = owner.drop_old(collection)["dropped"]
+                dropped = owner.run(DROP_OLD, CollectionRequest(collection=collection)).dropped
             click.echo(f"{collection}: dropped {', '.join(dropped) or 'nothing'}")
         else:
             _migrate(settings, body, yes, dry_run)
@@ -171,16 +177,16 @@ def migrate(
         sys.exit(1)
 
 
-def _migrate(settings: Settings, body: dict[str, Any], yes: bool, dry_run: bool) -> None:
+def _migrate(settings: Settings, body: MigrateBody, yes: bool, dry_run: bool) -> None:
     from rag_api.ops.config import file as config_file
-    from rag_api.ops.migrate.run import MigrationPlan
+    from rag_api.ops.interface import MIGRATE, PLAN
 
     problem = None if dry_run else config_file.writable_or_why(settings.config)
     if problem:
         raise ConfigError(f"cannot update collections.yaml: {problem} (--dry-run shows the change)")
-    name = body["collection"]
+    name = body.collection
     with store_owner(settings, prefer_server=True) as owner:
-        plan = MigrationPlan(**owner.plan(body))
+        plan = owner.run(PLAN, body)
         click.echo(describe_plan(plan))
         # before anything moves: the file must be able to take the new embedder
         old, new = config_file.with_embedder(settings.config, name, plan.embedder)
@@ -190,7 +196,7 @@ def _migrate(settings: Settings, body: dict[str, Any], yes: bool, dry_run: bool)
             )
             return
         _confirm(yes)
-        result = owner.migrate(body)
+        result = owner.run(MIGRATE, body)
     changed = config_file.set_embedder(settings.config, name, plan.embedder)
     click.echo(describe_result(result, settings.config, changed))
 
@@ -211,19 +217,19 @@ def describe_plan(plan: MigrationPlan) -> str:
     return "\n".join(lines)
 
 
-def describe_result(result: dict[str, Any], config: Path, changed: bool) -> str:
+def describe_result(result: MigrationResult, config: Path, changed: bool) -> str:
     """What the migration did, and what to run next."""
-    name = result["collection"]
-    lines = [f"{name}: {note}" for note in result["notes"]]
-    if result["previous"]:
+    name = result.collection
+    lines = [f"{name}: {note}" for note in result.notes]
+    if result.previous:
         lines.append(
-            f"{name}: {result['previous']} -> {result['live']}: {result['points']} chunks, "
-            f"{result['embedded']} embedded, {result['unchanged']} already there, "
-            f"{result['passes']} passes, top-5 overlap {result['top5_overlap']}, "
-            f"{result['seconds']:.1f} s"
+            f"{name}: {result.previous} -> {result.live}: {result.points} chunks, "
+            f"{result.embedded} embedded, {result.unchanged} already there, "
+            f"{result.passes} passes, top-5 overlap {result.top5_overlap}, "
+            f"{result.seconds:.1f} s"
         )
         lines.append(
-            f"{result['previous']} is kept: `rag-hub migrate {name} --rollback` goes back, "
+            f"{result.previous} is kept: `rag-hub migrate {name} --rollback` goes back, "
             f"`rag-hub migrate {name} --drop-old` deletes it"
         )
     lines.append(f"{config}: {'embedder updated' if changed else 'unchanged'}")

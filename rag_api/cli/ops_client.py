@@ -1,26 +1,27 @@
 """The CLI's way into a running server (where it recorded it listens, else RAG_HOST, RAG_PORT):
-/v1/ops with RAG_ADMIN_API_KEY, and the reads with RAG_API_KEY."""
+/v1/ops with RAG_ADMIN_API_KEY, and the reads with RAG_API_KEY. Generic over the operations that
+rag_api.ops.interface declares: a new one needs nothing here."""
 
 from __future__ import annotations
 
 import json
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
+from typing import Any, TypeVar
 
 import httpx
+from pydantic import BaseModel
 
 from rag_api.errors import RagError, UpstreamUnavailable
+from rag_api.ops.interface import Operation
 from rag_api.ops.migrate.progress import Bars
 from rag_api.ops.server.listening import recorded_url, server_url
 from rag_api.settings import Settings
 
-if TYPE_CHECKING:
-    from rag_api.answering.models import QueryBody
-    from rag_api.evaluation.request import EvalBody
-
 LONG = 4 * 3600.0  # a check with repairs or a migration of a big collection takes a while
+JOB_POLL_S = 0.5
+Q = TypeVar("Q", bound=BaseModel)
+A = TypeVar("A")
 
 
 class RemoteError(RagError):
@@ -32,7 +33,7 @@ class RemoteError(RagError):
 
 
 class OpsClient:
-    """Operations run by the server that owns the store."""
+    """Operations run by the server that owns the store (`Ops`, rag_api.ops.interface)."""
 
     def __init__(self, settings: Settings, admin: bool = True) -> None:
         # the address the server recorded beside the store's lock, else RAG_HOST / RAG_PORT
@@ -52,20 +53,31 @@ class OpsClient:
         except (httpx.HTTPError, ValueError, AttributeError):
             return False
 
-    def check(
-        self, collection: str | None, repair: bool, sample: int, verify_backups: bool = False
-    ) -> dict[str, Any]:
-        body = {"collection": collection, "repair": repair, "sample": sample}
-        body |= {"verify_backups": verify_backups}
-        return self._post("/v1/ops/check", body)
+    def run(self, op: Operation[Q, A], request: Q) -> A:
+        """Ask the server; an operation that answers with a job is waited for, one that streams
+        events draws their progress on stderr."""
+        path, body = op.address(request)
+        if op.follow == "events":
+            return op.parse(self._streamed(path, body))
+        answer = self._call(op.method, path, body)
+        if op.follow == "job":
+            answer = self._job(answer["id"])
+        return op.parse(answer)
 
-    def plan(self, body: dict[str, Any]) -> dict[str, Any]:
-        return self._post("/v1/ops/migrate/plan", body)
+    def _job(self, job_id: str) -> Any:
+        """The result of a job of the server's, once it ends; its error if it failed."""
+        job = self._call("GET", f"/v1/jobs/{job_id}")
+        while job["status"] not in ("done", "failed"):
+            time.sleep(JOB_POLL_S)
+            job = self._call("GET", f"/v1/jobs/{job_id}")
+        if job["status"] == "failed":
+            raise RemoteError(job["error"]["code"], f"server: {job['error']['message']}")
+        return job["result"]
 
-    def migrate(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Run the migration in the server, drawing its progress; its result, or its error."""
+    def _streamed(self, path: str, body: dict[str, Any] | None) -> Any:
+        """The result of an operation that streams its events, drawing its progress."""
         with Bars() as bars:
-            for event in self._events(body):
+            for event in self._events(path, body):
                 if event.get("event") == "progress":
                     bars(event["phase"], event["done"], event["total"])
                 elif event.get("event") == "done":
@@ -74,11 +86,11 @@ class OpsClient:
                     raise RemoteError(
                         event["error"]["code"], f"server: {event['error']['message']}"
                     )
-        raise RemoteError("INTERNAL_ERROR", f"{self.where} ended the migration without a result")
+        raise RemoteError("INTERNAL_ERROR", f"{self.where} ended the operation without a result")
 
-    def _events(self, body: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    def _events(self, path: str, body: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
         try:
-            with self._http.stream("POST", "/v1/ops/migrate", json=body) as response:
+            with self._http.stream("POST", path, json=body) as response:
                 if response.status_code != 200:
                     response.read()
                     raise _error(response)
@@ -88,37 +100,7 @@ class OpsClient:
         except httpx.HTTPError as exc:
             raise UpstreamUnavailable(self.where, str(exc)) from exc
 
-    def drop_old(self, collection: str) -> dict[str, Any]:
-        return self._post("/v1/ops/drop-old", {"collection": collection})
-
-    def backup(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Start a backup in the server and wait for its job; its result, or its error."""
-        job = self._post("/v1/ops/backup", body)
-        while job["status"] not in ("done", "failed"):
-            time.sleep(0.5)
-            job = self._call("GET", f"/v1/ops/backup/jobs/{job['id']}")
-        if job["status"] == "failed":
-            raise RemoteError(job["error"]["code"], f"server: {job['error']['message']}")
-        return job["result"]
-
-    def restore(self, body: dict[str, Any]) -> dict[str, Any]:
-        return self._post("/v1/ops/restore", body)
-
-    def collections(self) -> list[dict[str, Any]]:
-        return self._call("GET", "/collections")["collections"]
-
-    def query(self, collection: str, body: QueryBody) -> dict[str, Any]:
-        payload = body.model_dump(mode="json", exclude_unset=True)
-        return self._post(f"/query/{quote(collection, safe='')}", payload)
-
-    def eval(self, collection: str, body: EvalBody) -> dict[str, Any]:
-        payload = body.model_dump(mode="json", exclude_unset=True)
-        return self._post(f"/v1/collections/{quote(collection, safe='')}/eval", payload)
-
-    def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        return self._call("POST", path, body)
-
-    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _call(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         try:
             response = self._http.request(method, path, json=body)
         except httpx.HTTPError as exc:

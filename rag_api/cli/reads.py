@@ -69,7 +69,8 @@ def query(
     """Ask COLLECTION a QUESTION."""
     from pydantic import ValidationError
 
-    from rag_api.answering.models import QueryBody
+    from rag_api.answering.query import QueryBody
+    from rag_api.ops.interface import QUERY, OnCollection
 
     metadata = {}
     for item in filters:
@@ -102,7 +103,7 @@ def query(
     logging.getLogger("rag_api.answering.answer").setLevel(logging.ERROR)
     # through the server when it owns the store, with the reader key
     with store_owner(settings, admin=False) as owner:
-        response = owner.query(collection, body)
+        response = owner.run(QUERY, OnCollection(collection=collection, body=body))
     if as_json:
         click.echo(json.dumps(response, indent=2, ensure_ascii=False))
         return
@@ -130,9 +131,11 @@ def query(
 @domain_errors
 def collections_(settings: Settings, as_json: bool) -> None:
     """List the configured collections and what the store holds."""
+    from rag_api.ops.interface import COLLECTIONS, Nothing
+
     # through the server when it owns the store, with the reader key
     with store_owner(settings, admin=False) as owner:
-        rows = owner.collections()
+        rows = owner.run(COLLECTIONS, Nothing()).collections
     if as_json:
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
         return

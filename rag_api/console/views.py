@@ -42,6 +42,12 @@ def ask(request: Request) -> HTMLResponse:
     return _page(request, "ask.html", "Ask")
 
 
+@router.get("/console/jobs", response_class=HTMLResponse)
+def jobs(request: Request) -> HTMLResponse:
+    """Uploads, backups, checks and migrations: every job the tab's key may see."""
+    return _page(request, "jobs.html", "Jobs")
+
+
 @router.get("/console/keys", response_class=HTMLResponse)
 def keys(request: Request) -> HTMLResponse:
     """Enter the key this tab uses."""

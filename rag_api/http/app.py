@@ -18,6 +18,7 @@ from rag_api.http.endpoints import (
     collections,
     evaluation,
     health,
+    jobs,
     openai,
     ops,
     overview,
@@ -105,6 +106,7 @@ def create_app(
         watcher.router,
         admin.router,
         uploads.router,
+        jobs.router,
         evaluation.router,
         overview.router,
     )

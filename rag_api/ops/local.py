@@ -1,59 +1,90 @@
-"""Operations on a hub opened by this process: the same calls and answers as the server's."""
+"""Operations on a hub opened by this process (`Ops`, rag_api.ops.interface): each operation is
+the method of its name, with the same request and answer as the server's route."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 from rag_api.answering.models import QueryBody
 from rag_api.answering.query import run_query
 from rag_api.catalog import Catalog
 from rag_api.evaluation.request import EvalBody, run_eval
-from rag_api.ops.backup.restore import restore_backup
-from rag_api.ops.backup.take import take_backup
-from rag_api.ops.check.run import run_check
+from rag_api.ops.backup.jobs import backup_job
+from rag_api.ops.backup.restore import RestoreResult, restore_backup
+from rag_api.ops.backup.take import BackupResult
+from rag_api.ops.check.findings import CheckReport
+from rag_api.ops.check.run import run_check_job
+from rag_api.ops.interface import (
+    BackupRequest,
+    CheckRequest,
+    CollectionRequest,
+    Collections,
+    Dropped,
+    Json,
+    Nothing,
+    OnCollection,
+    Operation,
+    RestoreRequest,
+)
+from rag_api.ops.migrate.job import migration_job
 from rag_api.ops.migrate.progress import Bars
-from rag_api.ops.migrate.run import MigrateBody, drop_old, run_migration
+from rag_api.ops.migrate.run import MigrateBody, MigrationPlan, MigrationResult, drop_old
+
+Q = TypeVar("Q", bound=BaseModel)
+A = TypeVar("A")
 
 
 class LocalOps:
-    """What OpsClient asks a server for, done here."""
+    """What OpsClient asks a server for, done here; the jobs (check, migrate, backup) are this
+    hub's, as the server's are its own."""
 
     where = "this process"
 
     def __init__(self, hub: Catalog) -> None:
         self.hub = hub
 
-    def check(
-        self, collection: str | None, repair: bool, sample: int, verify_backups: bool = False
-    ) -> dict[str, Any]:
-        return run_check(self.hub, collection, repair, sample, verify_backups).as_dict()
+    def run(self, op: Operation[Q, A], request: Q) -> A:
+        return getattr(self, op.name)(request)
 
-    def plan(self, body: dict[str, Any]) -> dict[str, Any]:
-        return MigrateBody.model_validate(body).plan(self.hub).as_dict()
+    def check(self, request: CheckRequest) -> CheckReport:
+        asked = (request.collection, request.repair, request.sample, request.verify_backups)
+        return run_check_job(self.hub, *asked)
 
-    def migrate(self, body: dict[str, Any]) -> dict[str, Any]:
+    def plan(self, request: MigrateBody) -> MigrationPlan:
+        return request.plan(self.hub)
+
+    def migrate(self, request: MigrateBody) -> MigrationResult:
         with Bars() as bars:
-            plan = MigrateBody.model_validate(body).plan(self.hub)
-            return run_migration(self.hub, plan, bars).as_dict()
+            job, work = migration_job(self.hub, request.plan(self.hub), bars)
+            return self.hub.jobs.run(job, work)
 
-    def drop_old(self, collection: str) -> dict[str, Any]:
-        return {"collection": collection, "dropped": drop_old(self.hub, collection)}
+    def drop_old(self, request: CollectionRequest) -> Dropped:
+        name = request.collection
+        return Dropped(collection=name, dropped=drop_old(self.hub, name))
 
-    def backup(self, body: dict[str, Any]) -> dict[str, Any]:
-        to = body.get("to")
-        return take_backup(self.hub, body.get("collections"), Path(to) if to else None).as_dict()
+    def backup(self, request: BackupRequest) -> BackupResult:
+        job, work = backup_job(self.hub, request.collections, request.to, in_server=False)
+        return self.hub.jobs.run(job, work)
 
-    def restore(self, body: dict[str, Any]) -> dict[str, Any]:
-        path, names = Path(body["backup"]), body.get("collections")
-        as_name, adopt = body.get("as"), bool(body.get("with_config"))
-        return restore_backup(self.hub, path, names, as_name, adopt).as_dict()
+    def restore(self, request: RestoreRequest) -> RestoreResult:
+        return restore_backup(
+            self.hub,
+            Path(request.backup),
+            request.collections,
+            request.as_name,
+            request.with_config,
+        )
 
-    def collections(self) -> list[dict[str, Any]]:
-        return [self.hub.describe(n).model_dump(exclude_unset=True) for n in self.hub.collections]
+    def collections(self, request: Nothing) -> Collections:
+        rows = [self.hub.describe(name) for name in self.hub.visible()]
+        return Collections(default_collection=self.hub.default_visible(), collections=rows)
 
-    def query(self, collection: str, body: QueryBody) -> dict[str, Any]:
-        return run_query(self.hub, collection, body).model_dump(exclude_unset=True)
+    def query(self, request: OnCollection[QueryBody]) -> Json:
+        return run_query(self.hub, request.collection, request.body)
 
-    def eval(self, collection: str, body: EvalBody) -> dict[str, Any]:
-        return run_eval(self.hub, collection, body)  # no time bound: the user's own process
+    def eval(self, request: OnCollection[EvalBody]) -> Json:
+        # no time bound: the user's own process
+        return run_eval(self.hub, request.collection, request.body)

@@ -1,10 +1,9 @@
-"""A readers-writer lock: searches share it, a document replacement holds it alone for its few ms;
-and the names an operation holds alone (a migration, a drop of old versions, a restore)."""
+"""A readers-writer lock: searches share it, a document replacement holds it alone for its few ms."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 
@@ -45,28 +44,3 @@ class ReadWriteLock:
             with self._cond:
                 self._writer = False
                 self._cond.notify_all()
-
-
-class Claims:
-    """Names held alone: a second claim of a held name fails at once instead of waiting."""
-
-    def __init__(self) -> None:
-        self._held: set[str] = set()
-        self._lock = threading.Lock()
-
-    @contextmanager
-    def hold(self, name: str, refused: Callable[[], Exception]) -> Iterator[None]:
-        """Hold `name` for the block; raise `refused()` when it is held already."""
-        with self._lock:
-            if name in self._held:
-                raise refused()
-            self._held.add(name)
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._held.discard(name)
-
-    def held(self, name: str) -> bool:
-        with self._lock:
-            return name in self._held

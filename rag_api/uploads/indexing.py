@@ -1,160 +1,134 @@
-"""The bounded queue that indexes uploaded files, and the one worker thread that drains it with the
-watcher's own `sync_collection(only=[file])` (docs/architecture.md, "uploads")."""
+"""The bounded queue that indexes uploaded files: the hub's `upload` lane (rag_api.jobs.lane), whose
+one worker indexes each job's files with the watcher's own `sync_collection(only=[file])`
+(docs/architecture.md, "uploads")."""
 
 from __future__ import annotations
 
 import logging
-import math
 import threading
-import time
-from collections import deque
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from functools import partial
 
 from rag_api.catalog import Catalog
-from rag_api.errors import QueueFull, RagError, UpstreamUnavailable
+from rag_api.errors import IndexingFailed, RagError, UpstreamUnavailable
 from rag_api.indexing.sync import file_scope, sync_collection
+from rag_api.jobs.job import Job, JobFile
+from rag_api.jobs.lane import Report, Stopped
 from rag_api.uploads.file_status import FileFailures
-from rag_api.uploads.jobs import Job, JobBook, JobFile
 
 log = logging.getLogger("rag_api.uploads")
-RETRY_AFTER_DEFAULT_S = 5
-RETRY_AFTER_MAX_S = 300
 UPSTREAM_RETRIES = 4  # an unreachable embedder or store: tried again after 1, 2, 4, 8 s
 UPSTREAM_RETRY_FIRST_S = 1.0
 
 
-class _Stopping(Exception):
-    """The hub stops while a file waits for a retry: the job stays unfinished, run at next start."""
-
-
 class IndexQueue:
-    """Jobs waiting to be indexed, and the worker that indexes them one file at a time."""
+    """Upload jobs waiting to be indexed, and the worker that indexes them one file at a time."""
 
-    def __init__(self, hub: Catalog, book: JobBook, capacity: int) -> None:
+    def __init__(self, hub: Catalog, capacity: int) -> None:
         self.hub = hub
-        self.book = book
-        self.capacity = capacity
+        self.jobs = hub.jobs
+        self.lane = hub.jobs.lane("upload", capacity)
         self.failures = FileFailures()
-        self._waiting: deque[Job] = deque()
-        self._running: Job | None = None
-        self._reserved = 0
-        self._durations: deque[float] = deque(maxlen=20)
-        self._cond = threading.Condition()
-        self._stop = False
         self._file_locks: dict[str, threading.Lock] = {}
-        self._thread = threading.Thread(target=self._run, name="rag-uploads", daemon=True)
+        self._lock = threading.Lock()
 
     def start(self) -> IndexQueue:
-        """Queue again the jobs a restart cut short, then start the worker."""
-        with self._cond:
-            self._waiting.extend(self.book.unfinished())
-        if self._waiting:
-            log.info("re-queued %d upload jobs a restart cut short", len(self._waiting))
-        self._thread.start()
+        """Queue again the jobs a restart cut short (or a stop left waiting), then run."""
+        self.lane.resume()
+        again = self.jobs.unfinished("upload")
+        for job in again:
+            self.submit(job)
+        if again:
+            log.info("re-queued %d upload jobs a restart cut short", len(again))
         return self
 
     def stop(self, timeout: float = 60.0) -> None:
         """Stop after the file being indexed; jobs still queued run at the next start."""
-        with self._cond:
-            self._stop = True
-            self._cond.notify_all()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
+        self.lane.stop(timeout)
 
-    @contextmanager
-    def slot(self) -> Iterator[None]:
+    def slot(self) -> AbstractContextManager[None]:
         """Hold a place in the queue while a request writes its files (QueueFull when none is
         left); `submit` the job inside the block, or the place is given back."""
-        with self._cond:
-            if len(self._waiting) + self._reserved >= self.capacity:
-                raise QueueFull(
-                    f"the indexing queue is full ({self.capacity} jobs waiting, "
-                    "RAG_UPLOAD_QUEUE); nothing was written, retry later",
-                    self.retry_after(),
-                )
-            self._reserved += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._reserved -= 1
+        return self.lane.slot(
+            f"the indexing queue is full ({self.lane.capacity} jobs waiting, "
+            "RAG_UPLOAD_QUEUE); nothing was written, retry later"
+        )
 
     def submit(self, job: Job) -> None:
-        with self._cond:
-            self._waiting.append(job)
-            self._cond.notify_all()
+        self.lane.submit(job, partial(self._index, job))
 
     def retry_after(self) -> int:
-        """Seconds until a place is likely free: the recent mean job time times the jobs ahead."""
-        if not self._durations:
-            return RETRY_AFTER_DEFAULT_S
-        mean = sum(self._durations) / len(self._durations)
-        return max(1, min(RETRY_AFTER_MAX_S, math.ceil(mean * max(len(self._waiting), 1))))
+        return self.lane.retry_after()
 
     @contextmanager
     def file_lock(self, collection: str) -> Iterator[None]:
         """Held while a collection's file is indexed or deleted: a delete never races the
         indexing of the same file (which would leave the chunks of a file that is gone)."""
-        with self._cond:
+        with self._lock:
             lock = self._file_locks.setdefault(collection, threading.Lock())
         with lock:
             yield
 
     # --- worker -----------------------------------------------------------------------------
 
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._waiting and not self._stop:
-                    self._cond.wait()
-                if self._stop:
-                    return
-                job = self._running = self._waiting.popleft()
-            started = time.monotonic()
-            try:
-                self._index(job)
-            except Exception:  # the worker outlives any failure; the job says what happened
-                log.exception("upload job %s failed", job.id)
-            with self._cond:
-                self._running = None
-            self._durations.append(time.monotonic() - started)
+    def _index(self, job: Job, report: Report) -> dict[str, int]:
+        """Index the job's files in turn: its answer, the chunks of them all; IndexingFailed
+        when any file failed (each file says why)."""
+        assert job.files is not None and job.collection is not None
+        with self.jobs.changing(job):
+            for item in job.files:
+                item.status, item.error = "queued", None
+        for n, item in enumerate(job.files):
+            if self.lane.stopping.is_set():
+                raise Stopped  # left queued in its file: the next start runs it again
+            report("files", n, len(job.files))
+            with self.jobs.changing(job):
+                item.status = "indexing"
+            outcome = self._index_file(job, item)
+            with self.jobs.changing(job):
+                for key, value in outcome.items():
+                    setattr(item, key, value)
+                item.status = "failed" if item.error else "done"
+                item.progress = None
+        report("files", len(job.files), len(job.files))
+        failed = [item for item in job.files if item.status == "failed"]
+        if failed:
+            reasons = "; ".join(f"{item.path}: {item.error}" for item in failed[:3])
+            more = f" (and {len(failed) - 3} more)" if len(failed) > 3 else ""
+            raise IndexingFailed(
+                f"{len(failed)} of {len(job.files)} files could not be indexed: {reasons}{more}"
+            )
+        return {
+            "chunks": sum(item.chunks or 0 for item in job.files),
+            "embedded": sum(item.embedded for item in job.files),
+            "skipped": sum(item.skipped for item in job.files),
+        }
 
-    def _index(self, job: Job) -> None:
-        self.book.start(job)
-        for item in job.files:
-            with self._cond:
-                if self._stop:
-                    return  # left queued in its file: the next start runs it again
-            self.book.file_started(job, item)
-            try:
-                outcome = self._index_file(job.collection, item)
-            except _Stopping:
-                return
-            self.book.file_finished(job, item, **outcome)
-        self.book.finish(job)
-
-    def _index_file(self, name: str, item: JobFile) -> dict[str, object]:
+    def _index_file(self, job: Job, item: JobFile) -> dict[str, object]:
         """Index one uploaded file, again after a while if the embedder or the store cannot be
         reached; what its JobFile records."""
+        assert job.collection is not None
+        name = job.collection
         for attempt in range(UPSTREAM_RETRIES + 1):
             try:
-                return self._try_file(name, item)
+                return self._try_file(job, item)
             except UpstreamUnavailable as exc:
                 if attempt == UPSTREAM_RETRIES:
                     return self._failed(name, item.path, exc.message)
                 delay = UPSTREAM_RETRY_FIRST_S * 2**attempt
                 log.warning("%s: %s: retry in %.0f s: %s", name, item.path, delay, exc.message)
-                with self._cond:
-                    if self._cond.wait_for(lambda: self._stop, timeout=delay):
-                        raise _Stopping from None
+                if self.lane.stopping.wait(delay):
+                    raise Stopped from None
         raise AssertionError("unreachable")
 
-    def _try_file(self, name: str, item: JobFile) -> dict[str, object]:
-        rel = item.path
+    def _try_file(self, job: Job, item: JobFile) -> dict[str, object]:
+        assert job.collection is not None
+        name, rel = job.collection, item.path
 
         def ocr_page(_: str, page: int, pages: int) -> None:
-            self.book.file_progress(item, f"OCR page {page}/{pages}")
+            with self.jobs.changing(job):
+                item.progress = f"OCR page {page}/{pages}"
 
         try:
             collection = self.hub.collection(name)

@@ -10,23 +10,24 @@ from typing import Any
 from rag_api.catalog import Catalog
 from rag_api.errors import FileNotFound
 from rag_api.indexing.sync import SyncReport, file_scope, remove_files
+from rag_api.jobs.job import JobFile
 from rag_api.uploads.file_status import HashCache, list_files
 from rag_api.uploads.indexing import IndexQueue
 from rag_api.uploads.intake import Incoming, kb_root, plan, write
-from rag_api.uploads.jobs import JobBook
 from rag_api.uploads.names import existing_file
 
 log = logging.getLogger("rag_api.uploads")
 
 
 class Uploads:
-    """One per app: its job book (RAG_DATA_DIR/jobs), indexing queue and worker."""
+    """One per app: the indexing queue and its worker; the upload jobs are the hub's
+    (`hub.jobs`, kind `upload`), kept in RAG_DATA_DIR/jobs."""
 
     def __init__(self, hub: Catalog) -> None:
         settings = hub.settings
         self.hub = hub
-        self.jobs = JobBook(settings.data_dir / "jobs", settings.upload_history)
-        self.queue = IndexQueue(hub, self.jobs, settings.upload_queue)
+        hub.jobs.keep("upload", settings.data_dir / "jobs")
+        self.queue = IndexQueue(hub, settings.upload_queue)
         self.hashes = HashCache()
 
     def start(self) -> Uploads:
@@ -44,7 +45,8 @@ class Uploads:
         targets = plan(collection, files, folder, overwrite, self.hub.settings)
         with self.queue.slot():  # 429 here, before anything is written
             write(targets, overwrite)
-            job = self.jobs.create(collection.name, [(t.rel, t.incoming.size) for t in targets])
+            files = [JobFile(t.rel, t.incoming.size) for t in targets]
+            job = self.hub.jobs.create("upload", [collection.name], files=files)
             self.queue.submit(job)
         log.info(
             "%s: %d files uploaded (%s), job %s",
@@ -53,7 +55,7 @@ class Uploads:
             ", ".join(t.rel for t in targets[:5]) + (" …" if len(targets) > 5 else ""),
             job.id,
         )
-        return job.as_dict()
+        return self.hub.jobs.get(job.id)
 
     def files(self, name: str, watcher_bad: Mapping[str, str]) -> dict[str, Any]:
         """The kb folder's files with their index state; `watcher_bad`: the in-process watcher's

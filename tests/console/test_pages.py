@@ -8,7 +8,7 @@ from pathlib import Path
 from tests.conftest import hash_collection, write_config
 
 SECRET_DESCRIPTION = "Payroll of the board members"
-PAGES = ["/", "/console/collections/payroll", "/console/ask", "/console/keys"]
+PAGES = ["/", "/console/collections/payroll", "/console/ask", "/console/jobs", "/console/keys"]
 
 
 def test_pages_render_without_a_key_but_hold_no_collection_data(

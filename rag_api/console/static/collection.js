@@ -1,5 +1,6 @@
 /* One collection: its files (GET /v1/collections/{c}/files), uploads with per-file progress
-   (one XHR per file, then its job polled at /v1/jobs/{id}), deletes, and chunks from /v1/rag/*. */
+   (one XHR per file, then its job followed in the collection's jobs, GET /v1/jobs?collection=c,
+   jobs.js), deletes, and chunks from /v1/rag/*. */
 "use strict";
 
 const COLLECTION = JSON.parse(document.getElementById("page-data").textContent).collection;
@@ -7,6 +8,7 @@ const FILES = "/v1/collections/" + encodeURIComponent(COLLECTION) + "/files";
 const POSITION_KEYS = ["page", "sheet", "rows", "slide"]; // where in the document a chunk is
 const LABEL_KEYS = ["ocr", "ocr_confidence"]; // metadata shown among the labels (labelBadges)
 const queue = [];
+const watched = new Map(); // upload job id -> its row, until the job ends
 let uploading = false;
 
 function filePath(path) {
@@ -209,7 +211,10 @@ async function drain() {
   while (queue.length) {
     const item = queue.shift();
     const job = await send(item);
-    if (job) watchJob(job.id, item);
+    if (job) {
+      watched.set(job.id, item);
+      JobsView.poll();
+    }
   }
   uploading = false;
 }
@@ -264,25 +269,22 @@ function fileResult(file) {
   return `${file.chunks} chunk(s), ${file.embedded} embedded, ${file.skipped} reused`;
 }
 
-async function watchJob(id, item) {
-  for (;;) {
-    let job;
-    try {
-      job = await Hub.api("GET", "/v1/jobs/" + encodeURIComponent(id));
-    } catch (error) {
-      item.status.textContent = Hub.explain(error, "read");
-      return;
-    }
+/* Each poll of the collection's jobs: the upload rows of this tab follow their jobs. */
+async function followUploads(jobs) {
+  let ended = false;
+  for (const job of jobs) {
+    const item = watched.get(job.id);
+    if (!item) continue;
     const files = job.files.map(fileResult).join("; ");
     item.status.textContent = `${job.status}` + (files && job.status !== "queued" ? ` — ${files}` : "");
     if (job.status === "done" || job.status === "failed") {
       item.row.dataset.status = job.status;
       item.row.classList.add(job.status);
-      await Promise.all([loadFiles(), loadSummary()]);
-      return;
+      watched.delete(job.id);
+      ended = true;
     }
-    await new Promise((r) => setTimeout(r, 500));
   }
+  if (ended) await Promise.all([loadFiles(), loadSummary()]);
 }
 
 function setUpDropZone() {
@@ -311,4 +313,12 @@ document.addEventListener("DOMContentLoaded", () => {
   document.getElementById("refresh-files").addEventListener("click", loadFiles);
   loadSummary().catch((error) => Hub.fail(error, "read"));
   loadFiles();
+  document.getElementById("all-jobs").href = "/console/jobs?collection=" + encodeURIComponent(COLLECTION);
+  JobsView.start({
+    table: document.getElementById("jobs"),
+    status: document.getElementById("jobs-status"),
+    filters: { collection: COLLECTION },
+    onJobs: followUploads,
+    busy: () => watched.size > 0 || uploading,
+  });
 });

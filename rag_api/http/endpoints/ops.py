@@ -1,5 +1,5 @@
 """/v1/ops/*: the integrity check and migrations run inside the server (admin key; a check
-that repairs nothing needs only the reader key).
+that repairs nothing needs only the reader key), each run a job of the hub's (/v1/jobs).
 
 The embedded store belongs to one process; while `rag-hub serve` owns it, `rag-hub check` and
 `rag-hub migrate` send the operation here and print the same output.
@@ -13,54 +13,39 @@ import threading
 from collections.abc import AsyncIterator
 from contextlib import ExitStack
 from functools import partial
-from typing import Annotated, Any
+from typing import Any
 
 import anyio
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import StreamingResponse
-from pydantic import ConfigDict, Field
 from starlette.types import Receive, Scope, Send
 
 from rag_api.access.grant import audit
-from rag_api.errors import RagError
 from rag_api.http.auth import PrincipalDep, authorize, require_admin, require_reader
 from rag_api.http.deps import HubDep
-from rag_api.ops.check.run import DEFAULT_SAMPLE, run_check
-from rag_api.ops.migrate.run import MigrateBody, drop_old, exclusive, run_migration
-from rag_api.schema import Body
+from rag_api.jobs.job import error_of
+from rag_api.ops.check.run import run_check_job
+from rag_api.ops.interface import CHECK, DROP_OLD, MIGRATE, PLAN, CheckRequest, CollectionRequest
+from rag_api.ops.migrate.job import migration_job
+from rag_api.ops.migrate.run import MigrateBody, drop_old, exclusive
 
-router = APIRouter(prefix="/v1/ops", tags=["ops"])
+router = APIRouter(tags=["ops"])
 ADMIN = [Depends(require_admin)]
 
 
-class CheckBody(Body):
-    model_config = ConfigDict(extra="forbid")
-
-    collection: str | None = None
-    repair: bool = False
-    sample: Annotated[int, Field(ge=0, le=10_000)] = DEFAULT_SAMPLE
-    verify_backups: bool = False  # restore each newest backup into a scratch store and compare
-
-
-class CollectionBody(Body):
-    model_config = ConfigDict(extra="forbid")
-
-    collection: str
-
-
-@router.post("/check", dependencies=[Depends(require_reader)])
+@router.post(CHECK.path, dependencies=[Depends(require_reader)])
 def check(
-    request: Request, body: CheckBody, hub: HubDep, principal: PrincipalDep
+    request: Request, body: CheckRequest, hub: HubDep, principal: PrincipalDep
 ) -> dict[str, Any]:
     """The check's JSON document (status 200 whatever it found: see its exit_code); reading
-    needs the reader key, repairing the admin key."""
+    needs the reader key, repairing the admin key. Recorded as a job (/v1/jobs)."""
     if body.repair:
         authorize(request, principal, "write", admin=True)
-    found = run_check(hub, body.collection, body.repair, body.sample, body.verify_backups)
+    found = run_check_job(hub, body.collection, body.repair, body.sample, body.verify_backups)
     return found.as_dict()
 
 
-@router.post("/migrate/plan", dependencies=ADMIN)
+@router.post(PLAN.path, dependencies=ADMIN)
 def migrate_plan(body: MigrateBody, hub: HubDep) -> dict[str, Any]:
     """What the migration would do; changes nothing."""
     return body.plan(hub).as_dict()
@@ -84,13 +69,14 @@ class Events(StreamingResponse):
 
 
 @router.post(
-    "/migrate",
+    MIGRATE.path,
     dependencies=ADMIN,
     response_class=Response,  # no media type of its own: the errors stay documented as JSON
     responses={200: {"content": {Events.media_type: {}}, "description": "NDJSON events"}},
 )
 def migrate(body: MigrateBody, hub: HubDep) -> StreamingResponse:
-    """Run a migration, streaming NDJSON events: plan, progress..., then done or error.
+    """Run a migration, streaming NDJSON events: plan, progress..., then done or error; the
+    run is a job too (/v1/jobs, kind `migrate`).
 
     A client that hangs up before the alias swap cancels it (re-running resumes); after the
     swap the migration completes.
@@ -102,17 +88,14 @@ def migrate(body: MigrateBody, hub: HubDep) -> StreamingResponse:
     events: queue.Queue[dict[str, Any] | None] = queue.Queue()
     events.put({"event": "plan", "plan": plan.as_dict()})
     cancel = threading.Event()
+    job, work = migration_job(hub, plan, partial(_progress, events), cancel, claim)
 
-    def work() -> None:
+    def migrate_as_job() -> None:
         try:
-            progress = partial(_progress, events)
-            result = run_migration(hub, plan, progress, cancel, claim)
+            result = hub.jobs.run(job, work)
             events.put({"event": "done", "result": result.as_dict()})
-        except RagError as exc:
-            events.put({"event": "error", "error": {"code": exc.code, "message": exc.message}})
         except Exception as exc:  # reported in the stream: the status line is already sent
-            message = f"internal error: {type(exc).__name__}: {exc}"
-            events.put({"event": "error", "error": {"code": "INTERNAL_ERROR", "message": message}})
+            events.put({"event": "error", "error": error_of(exc)})
         finally:
             claim.close()  # already released when run_migration started; here in case it did not
             events.put(None)
@@ -127,12 +110,13 @@ def migrate(body: MigrateBody, hub: HubDep) -> StreamingResponse:
                 return
             yield _line(event)
 
-    threading.Thread(target=work, name=f"migrate-{plan.collection}", daemon=True).start()
+    name = f"migrate-{plan.collection}"
+    threading.Thread(target=migrate_as_job, name=name, daemon=True).start()
     return Events(stream(), cancel)
 
 
-@router.post("/drop-old", dependencies=ADMIN)
-def drop_old_collections(body: CollectionBody, hub: HubDep) -> dict[str, Any]:
+@router.post(DROP_OLD.path, dependencies=ADMIN)
+def drop_old_collections(body: CollectionRequest, hub: HubDep) -> dict[str, Any]:
     """Delete the collections a migration left behind (the live one stays)."""
     return {"collection": body.collection, "dropped": drop_old(hub, body.collection)}
 

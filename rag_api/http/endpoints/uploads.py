@@ -1,5 +1,6 @@
-"""Files over HTTP: upload into a collection's kb folder, follow the indexing job, list, delete,
-download (logic in rag_api.uploads). Writes need RAG_ADMIN_API_KEY, reads the reader key.
+"""Files over HTTP: upload into a collection's kb folder (its indexing job is followed at
+/v1/jobs/{id}, rag_api.http.endpoints.jobs), list, delete, download (logic in rag_api.uploads).
+Writes need RAG_ADMIN_API_KEY, reads the reader key.
 
 The upload route reads its multipart body itself, after the key is checked: a client without the
 admin key is refused before a byte of its files is parsed. Its body limit is
@@ -17,13 +18,14 @@ from fastapi.responses import FileResponse
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from rag_api.access.grant import allowed, audit
+from rag_api.access.grant import audit
 from rag_api.errors import InvalidRequest, PayloadTooLarge
-from rag_api.http import upload_answers
 from rag_api.http.any_path import ANY
 from rag_api.http.auth import require_reader, require_writer
 from rag_api.http.deps import UploadsDep, WatcherDep
+from rag_api.jobs import models as job_models
 from rag_api.schema import flag
+from rag_api.uploads import models as upload_models
 from rag_api.uploads.intake import Incoming
 
 router = APIRouter(prefix="/v1", tags=["files"])
@@ -69,7 +71,7 @@ UPLOAD_BODY = {
     "/collections/{collection}/files",
     dependencies=WRITE,
     status_code=202,
-    response_model=upload_answers.JobAnswer,
+    response_model=job_models.JobAnswer,
     openapi_extra=UPLOAD_BODY,
     **EXACT,
 )
@@ -127,7 +129,7 @@ def _flag(value: str | None, field: str) -> bool:
 @router.get(
     "/collections/{collection}/files",
     dependencies=READ,
-    response_model=upload_answers.KbFileList,
+    response_model=upload_models.KbFileList,
     **EXACT,
 )
 def list_files(collection: str, uploads: UploadsDep, watcher: WatcherDep) -> Result:
@@ -154,7 +156,7 @@ def download(collection: str, path: FilePath, uploads: UploadsDep) -> FileRespon
 @router.delete(
     f"/collections/{{collection}}/files/{{path:{ANY}}}",
     dependencies=WRITE,
-    response_model=upload_answers.Deleted,
+    response_model=upload_models.Deleted,
     **EXACT,
 )
 def delete_file(collection: str, path: FilePath, uploads: UploadsDep) -> Result:
@@ -162,18 +164,3 @@ def delete_file(collection: str, path: FilePath, uploads: UploadsDep) -> Result:
     deleted = uploads.delete(collection, path)
     audit("delete file", collection, path=path, chunks_removed=deleted["chunks_removed"])
     return deleted
-
-
-@router.get("/jobs", dependencies=READ, response_model=upload_answers.JobList, **EXACT)
-def jobs(uploads: UploadsDep) -> Result:
-    """Recent upload jobs, the most recent first (RAG_UPLOAD_HISTORY are kept)."""
-    return {"jobs": [job for job in uploads.jobs.recent() if allowed(job["collection"])]}
-
-
-@router.get("/jobs/{job_id}", dependencies=READ, response_model=upload_answers.JobAnswer, **EXACT)
-def job(job_id: str, uploads: UploadsDep) -> Result:
-    """One upload job: its status and each file's."""
-    found = uploads.jobs.get(job_id)
-    if not allowed(found["collection"]):  # another collection's job: as if it did not exist
-        raise uploads.jobs.missing(job_id)
-    return found

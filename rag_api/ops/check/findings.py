@@ -109,6 +109,33 @@ class CheckReport:
         return document
 
     @classmethod
+    def from_dict(cls, document: dict[str, Any]) -> CheckReport:
+        """The report a check document (`as_dict`, a server's answer) was made from."""
+        findings = [Finding(**f) for f in document["findings"]]
+        results = [
+            CollectionResult(
+                row["name"],
+                row["physical"],
+                row["points"],
+                row["skipped"],
+                [f for f in findings if f.collection == row["name"]],
+                [Repair(**x) for x in document["repairs"] if x["collection"] == row["name"]],
+                row["last_backup"],
+            )
+            for row in document["collections"]
+        ]
+        names = {row["name"] for row in document["collections"]}
+        return cls(
+            store=document["store"],
+            repair=document["repair"],
+            started_at=document["started_at"],
+            seconds=document["seconds"],
+            results=results,
+            store_findings=[f for f in findings if f.collection not in names],
+            error=document.get("error"),
+        )
+
+    @classmethod
     def failed(cls, code: str, message: str, **fields: Any) -> CheckReport:
         return cls(error={"code": code, "message": message}, **fields)
 

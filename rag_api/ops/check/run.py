@@ -55,6 +55,21 @@ def run_check(
     return report
 
 
+def run_check_job(
+    hub: Catalog, name: str | None, repair: bool, sample: int, verify_backups: bool
+) -> CheckReport:
+    """run_check as a job of the hub's (kind `check`): failed when the check could not run, done
+    whatever it found. A collection the caller cannot see is answered without a job (nothing
+    ran, as a backup of an unknown collection is refused before it is one): its report says so."""
+    try:
+        names = [hub.collection(name, enabled_only=False).name] if name else hub.visible()
+    except RagError:
+        return run_check(hub, name, repair, sample, verify_backups)
+    asked = {"collection": name, "repair": repair, "sample": sample}
+    job = hub.jobs.create("check", names, request={**asked, "verify_backups": verify_backups})
+    return hub.jobs.run(job, lambda _: run_check(hub, name, repair, sample, verify_backups))
+
+
 def check_collection(
     hub: Catalog, name: str, repair: bool, sample: int, explicit: bool = False
 ) -> CollectionResult:

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Any
 
 from pydantic import ConfigDict
@@ -234,16 +235,15 @@ def drop_old(hub: Catalog, name: str) -> list[str]:
 
 @contextmanager
 def exclusive(hub: Catalog, name: str) -> Iterator[None]:
-    """One migration (or drop, or restore) per collection at a time in this hub."""
-    with hub.operations.hold(
-        name, lambda: MigrationInProgress(f"a migration of '{name}' is already running")
-    ):
+    """One migration (or drop) per collection at a time in this hub (its claims, `hub.jobs`)."""
+    refusal = partial(MigrationInProgress, f"a migration of '{name}' is already running")
+    with hub.jobs.claims.hold(f"migrate:{name}", refusal):
         yield
 
 
 def migrating(hub: Catalog, name: str) -> bool:
-    """Whether a migration (or a drop of old versions) of `name` runs in this process now."""
-    return hub.operations.held(name)
+    """Whether a migration (or a drop of old versions) of `name` runs in this hub now."""
+    return hub.jobs.claims.held(f"migrate:{name}")
 
 
 def _prepare_target(collection: Collection, plan: MigrationPlan) -> None:

@@ -6,34 +6,6 @@ from typing import Literal
 
 from rag_api.schema import Answer
 
-Status = Literal["queued", "indexing", "done", "failed"]
-
-
-class JobFileAnswer(Answer):
-    path: str  # relative to the kb folder, POSIX
-    size: int
-    status: Status
-    chunks: int | None  # the file's chunks once indexed
-    embedded: int  # chunks embedded for this job
-    skipped: int  # chunks not embedded: the same text was stored already (vector reused)
-    error: str | None
-    progress: str | None = None  # while indexing, where a long read has got ("OCR page 3/12")
-
-
-class JobAnswer(Answer):
-    """An upload job: done when every file was indexed, failed when any was not."""
-
-    id: str
-    status: Status
-    collection: str
-    created_at: str
-    finished_at: str | None
-    files: list[JobFileAnswer]
-
-
-class JobList(Answer):
-    jobs: list[JobAnswer]  # the most recent first
-
 
 class FileQualityAnswer(Answer):
     """A kb file's chunks by their quality label (docs/labels.md)."""
