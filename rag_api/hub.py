@@ -1,7 +1,8 @@
 """The hub, the composition root: it creates and owns everything that lives as long as the server
-(or a command) — the catalog's store and models, the fan-out pool and probe samples, the keyring,
+(or a command) — the catalog's store, models, jobs, fan-out pool and probe samples, the keyring,
 the generation pool, stored responses, uploads and the folder watcher — and closes them in one
-place. The app keeps the hub and nothing else (`app.state.hub`); the CLI opens one per command.
+place; and it offers each surface's calls (`hub.kb`, `hub.query`, `hub.ops`), which return the
+surface's declared answers. The app keeps the hub and nothing else (`app.state.hub`); the CLI opens one per command.
 
 The layers below the surfaces take the hub as a `Catalog` (rag_api.catalog): the store, the
 collections and their models. What only a server runs — uploads, the watcher — starts with
@@ -14,10 +15,13 @@ import logging
 from typing import Self
 
 from rag_api.access.keyring import Keyring
+from rag_api.answering.service import Queries
 from rag_api.catalog import Catalog
 from rag_api.config import HubConfig
+from rag_api.kbadmin.service import KbAdmin
 from rag_api.llm.pool import GenerationPool
 from rag_api.openai_compat.stored import ResponseStore
+from rag_api.ops.local import LocalOps
 from rag_api.settings import Settings
 from rag_api.store import Store
 from rag_api.uploads.service import Uploads
@@ -36,6 +40,10 @@ class Hub(Catalog):
         self.responses = ResponseStore(  # /v1/responses kept for previous_response_id
             settings.responses_path, settings.responses_ttl, settings.responses_max
         )
+        # the surfaces as calls (HTTP, the CLI and agents' tools call these)
+        self.kb = KbAdmin(self)  # /v1/rag/*: the knowledge bases' reads and writes
+        self.query = Queries(self)  # /query: retrieve, then answer
+        self.ops = LocalOps(self)  # operations: check, migrate, backup, restore, ...
         self.uploads: Uploads | None = None  # started by start()
         self.watcher: Watcher | None = None  # started by start(watch=True)
 

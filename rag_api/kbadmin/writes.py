@@ -27,10 +27,15 @@ from rag_api.kbadmin.models import (
     ITEMS_MAX,
     AddChunks,
     AddDocument,
+    Added,
     Reload,
+    Reloaded,
     Remove,
+    Removed,
     UpdateChunk,
+    Updated,
     UpsertDocument,
+    Upserted,
     check_size,
 )
 from rag_api.payload import (
@@ -53,7 +58,7 @@ class ChunkExists(RagError):
     status = 409
 
 
-def add_document(collection: Collection, body: AddDocument) -> dict[str, Any]:
+def add_document(collection: Collection, body: AddDocument) -> Added:
     """Insert a free text, chunked with the collection's chunking; never replaces anything."""
     check_size("text", body.text, DOCUMENT_MAX_CHARS)
     texts = split_text(body.text, collection.cfg.chunking)
@@ -65,10 +70,10 @@ def add_document(collection: Collection, body: AddDocument) -> dict[str, Any]:
         _chunk(text, source, seq, body.metadata) for text, seq in zip(texts, seqs, strict=True)
     ]
     _insert(collection, chunks, seqs, api_provenance(body.persist, body.dynamic))
-    return {"added": len(chunks), "sources": [source], "total_after": _total(collection)}
+    return Added(added=len(chunks), sources=[source], total_after=_total(collection))
 
 
-def add_chunks(collection: Collection, body: AddChunks) -> dict[str, Any]:
+def add_chunks(collection: Collection, body: AddChunks) -> Added:
     """Insert pre-chunked items as they are (no splitting)."""
     if len(body.items) > ITEMS_MAX:
         raise PayloadTooLarge(f"{len(body.items)} items; the limit per request is {ITEMS_MAX}")
@@ -83,10 +88,10 @@ def add_chunks(collection: Collection, body: AddChunks) -> dict[str, Any]:
     ]
     _insert(collection, chunks, seqs, api_provenance(body.persist, body.dynamic))
     sources = list(dict.fromkeys(c.source for c in chunks))
-    return {"added": len(chunks), "sources": sources, "total_after": _total(collection)}
+    return Added(added=len(chunks), sources=sources, total_after=_total(collection))
 
 
-def upsert_document(collection: Collection, body: UpsertDocument) -> dict[str, Any]:
+def upsert_document(collection: Collection, body: UpsertDocument) -> Upserted:
     """Atomically make the source's API chunks exactly the new text's chunks ("" deletes them).
 
     kb-file chunks that happen to carry the same source are the folder's: left alone.
@@ -101,16 +106,16 @@ def upsert_document(collection: Collection, body: UpsertDocument) -> dict[str, A
     provenance = api_provenance(body.persist, body.dynamic)
     write = DocumentWrite(collection, scope, chunks, provenance, seqs=seqs)
     stats = write_documents(collection, [write])
-    return {
-        "removed": stats.deleted,
-        "added": stats.written,
-        "sources": [body.source],
-        "total_after": _total(collection),
-        "mode": "upsert",
-    }
+    return Upserted(
+        removed=stats.deleted,
+        added=stats.written,
+        sources=[body.source],
+        total_after=_total(collection),
+        mode="upsert",
+    )
 
 
-def update_chunk(collection: Collection, body: UpdateChunk) -> dict[str, Any]:
+def update_chunk(collection: Collection, body: UpdateChunk) -> Updated:
     """Change one chunk's text (re-embedded), metadata (replaced) or source, atomically.
 
     It keeps its index and chunk_index. A kb-file chunk can be edited too; its file stays the
@@ -144,23 +149,21 @@ def update_chunk(collection: Collection, body: UpdateChunk) -> dict[str, Any]:
     updated = collection.retrieve([new_id])
     if not updated:  # removed by a concurrent call in the meantime
         raise ChunkNotFound(f"the chunk was removed while it was being updated ({new_id})")
-    return {
-        "updated": 1,
-        "chunk": chunk_view(StoredChunk(updated[0].payload), None, include_text=True),
-    }
+    chunk_now = chunk_view(StoredChunk(updated[0].payload), None, include_text=True)
+    return Updated(updated=1, chunk=chunk_now)
 
 
-def remove(collection: Collection, body: Remove) -> dict[str, Any]:
+def remove(collection: Collection, body: Remove) -> Removed:
     """Delete every chunk whose source is `source_prefix` (exact) or starts with it."""
     if body.exact:
         selector = Selector(sources=(body.source_prefix,))
     else:
         selector = Selector(source_prefix=body.source_prefix)
     removed = collection.delete(selector)
-    return {"removed": removed, "total_after": _total(collection)}
+    return Removed(removed=removed, total_after=_total(collection))
 
 
-def reload(collection: Collection, body: Reload) -> dict[str, Any]:
+def reload(collection: Collection, body: Reload) -> Reloaded:
     """Reconcile with the kb folder (force: re-embed every file; prune: apply a mass removal)
     and drop temporary API chunks.
 
@@ -169,12 +172,12 @@ def reload(collection: Collection, body: Reload) -> dict[str, Any]:
     """
     report = sync_collection(collection, force=body.force_rebuild, prune=body.prune)
     temporary = collection.delete(TEMPORARY)
-    return {
+    return Reloaded(
         **report.as_dict(),
-        "force_rebuild": body.force_rebuild,
-        "temporary_removed": temporary,
-        "total_after": _total(collection),
-    }
+        force_rebuild=body.force_rebuild,
+        temporary_removed=temporary,
+        total_after=_total(collection),
+    )
 
 
 def drop_temporary(hub: Catalog) -> int:

@@ -12,7 +12,8 @@ from urllib.parse import quote
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from rag_api.answering.query import QueryBody
+from rag_api.answering.models import QueryAnswer, QueryBody
+from rag_api.catalog import CollectionList
 from rag_api.evaluation.request import EvalBody
 from rag_api.ops.backup.restore import RestoreResult
 from rag_api.ops.backup.take import BackupResult
@@ -83,12 +84,7 @@ class Dropped(BaseModel):
     dropped: list[str]  # the physical collections deleted
 
 
-class Collections(BaseModel):
-    default_collection: str | None
-    collections: list[dict[str, Any]]  # as GET /collections documents them
-
-
-Json = dict[str, Any]  # an answer the HTTP layer's response model documents (QueryAnswer, ...)
+Json = dict[str, Any]  # an evaluation's report (rag_api.evaluation)
 
 
 # --- the operations ---------------------------------------------------------------------------
@@ -126,8 +122,8 @@ MIGRATE = Operation(
 DROP_OLD = Operation("drop_old", "POST", "/v1/ops/drop-old", CollectionRequest, Dropped)
 BACKUP = Operation("backup", "POST", "/v1/ops/backup", BackupRequest, BackupResult, follow="job")
 RESTORE = Operation("restore", "POST", "/v1/ops/restore", RestoreRequest, RestoreResult)
-COLLECTIONS = Operation("collections", "GET", "/collections", Nothing, Collections)
-QUERY = Operation("query", "POST", "/query/{collection}", OnCollection[QueryBody], Json)
+COLLECTIONS = Operation("collections", "GET", "/collections", Nothing, CollectionList)
+QUERY = Operation("query", "POST", "/query/{collection}", OnCollection[QueryBody], QueryAnswer)
 EVAL = Operation("eval", "POST", "/v1/collections/{collection}/eval", OnCollection[EvalBody], Json)
 OPERATIONS = (CHECK, PLAN, MIGRATE, DROP_OLD, BACKUP, RESTORE, COLLECTIONS, QUERY, EVAL)
 

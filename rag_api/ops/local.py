@@ -8,9 +8,9 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from rag_api.answering.models import QueryBody
+from rag_api.answering.models import QueryAnswer, QueryBody
 from rag_api.answering.query import run_query
-from rag_api.catalog import Catalog
+from rag_api.catalog import Catalog, CollectionList
 from rag_api.evaluation.request import EvalBody, run_eval
 from rag_api.ops.backup.jobs import backup_job
 from rag_api.ops.backup.restore import RestoreResult, restore_backup
@@ -21,7 +21,6 @@ from rag_api.ops.interface import (
     BackupRequest,
     CheckRequest,
     CollectionRequest,
-    Collections,
     Dropped,
     Json,
     Nothing,
@@ -78,11 +77,11 @@ class LocalOps:
             request.with_config,
         )
 
-    def collections(self, request: Nothing) -> Collections:
+    def collections(self, request: Nothing) -> CollectionList:
         rows = [self.hub.describe(name) for name in self.hub.visible()]
-        return Collections(default_collection=self.hub.default_visible(), collections=rows)
+        return CollectionList(default_collection=self.hub.default_visible(), collections=rows)
 
-    def query(self, request: OnCollection[QueryBody]) -> Json:
+    def query(self, request: OnCollection[QueryBody]) -> QueryAnswer:
         return run_query(self.hub, request.collection, request.body)
 
     def eval(self, request: OnCollection[EvalBody]) -> Json:

@@ -9,9 +9,10 @@ from pathlib import Path
 
 from fastapi.routing import APIRoute
 
-from rag_api.answering.query import QueryBody
+from rag_api.answering.models import QueryBody
 from rag_api.cli.ops_client import OpsClient
 from rag_api.http.app import create_app
+from rag_api.http.openai_errors import app_routes
 from rag_api.ops.backup.take import BackupResult
 from rag_api.ops.check.findings import CheckReport, CollectionResult, Finding, Repair
 from rag_api.ops.interface import (
@@ -43,7 +44,7 @@ def test_each_declared_operation_is_a_route_of_the_app() -> None:
     app = create_app(Settings())
     routes = {
         (method, route.path)
-        for route in app.state.routes
+        for route in app_routes({"app": app})
         if isinstance(route, APIRoute)
         for method in route.methods
     }
@@ -89,13 +90,13 @@ def test_local_and_server_ops_answer_alike(tmp_path: Path, make_settings, serve)
         assert http.post("/v1/rag/reload", json={"collection": "docs"}).status_code == 200
 
     listed = [ops.run(COLLECTIONS, Nothing()) for ops in (local, remote)]
-    assert listed[0] == listed[1] and listed[0].collections[0]["points"] == 1
+    assert listed[0] == listed[1] and listed[0].collections[0].points == 1
 
     asked = QueryBody(query="refunds", generate=False)
     answers = [
         ops.run(QUERY, OnCollection(collection="docs", body=asked)) for ops in (local, remote)
     ]
-    assert answers[0]["sources"] == answers[1]["sources"] and answers[0]["sources"]
+    assert answers[0].sources == answers[1].sources and answers[0].sources
 
     checks = [ops.run(CHECK, CheckRequest(sample=0)) for ops in (local, remote)]
     assert all(isinstance(c, CheckReport) and c.exit_code == 0 for c in checks)

@@ -7,8 +7,6 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from rag_api.answering.models import QueryAnswer, QueryBody
-from rag_api.answering.query import run_query
-from rag_api.answering.stream import QueryEvents
 from rag_api.http.answered import STREAMED, answered
 from rag_api.http.auth import require_reader
 from rag_api.http.deps import GenerationDep, HubDep
@@ -34,7 +32,7 @@ async def query(
     """Answer a question from one collection, with the passages it is grounded in; with
     `stream: true`, as server-sent events (sources, then the answer's pieces, then done)."""
     if body.stream:
-        events = await generation.run(QueryEvents, hub, collection, body)
+        events = await generation.run(hub.query.events, collection, body)
         return EventStream(iter(events), events.close, generation)
     if body.generate:
         return await generation.run(answer, hub, collection, body)
@@ -43,7 +41,7 @@ async def query(
 
 def answer(hub: Hub, collection: str, body: QueryBody) -> Response:
     """The query's answer, serialised in the worker thread that made it."""
-    return answered(run_query(hub, collection, body))
+    return answered(hub.query.ask(collection, body))
 
 
 # a retrieval-only query, served by rag_api.http.hot_reads without FastAPI's per-request work
