@@ -95,7 +95,7 @@ def create_app(
     app.add_middleware(RequestLog)  # its id and timing cover every layer below
     # outermost: the plain hot reads are answered here, with the checks, id, log and metrics of
     # the layers above in one pass; everything else goes on to them
-    app.add_middleware(HotReads, reads=(query.HOT, *admin.HOT), max_bytes=settings.max_body_bytes)
+    app.add_middleware(HotReads, max_bytes=settings.max_body_bytes)
     routers = (
         health.router,
         collections.router,

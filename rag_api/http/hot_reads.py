@@ -1,17 +1,19 @@
 """The read routes every client waits on, served in one layer in front of the others, with
-the same checks as the routes behind it (docs/architecture.md, "The hot reads")."""
+the same checks as the routes behind it (docs/architecture.md, "The hot reads"). A route is one
+of them where it is declared (`@hot(...)` under its decorator); its path and body model are the
+route's own, read from the app."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import Request
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 from starlette.responses import Response
-from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rag_api.errors import RagError
@@ -25,36 +27,70 @@ from rag_api.http.request_log import Tracked
 # as many reads at once as Starlette's own thread pool allows (anyio's default limiter)
 WORKERS = 40
 JSON_LABELS = UNLABELLED | {b"application/json"}  # what JsonBodies lets through as JSON
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+Work = Callable[[Any, Any, str | None], Response]  # (hub, body, the path parameter or None)
+
+
+@dataclass(frozen=True)
+class Hot:
+    """What marks a route as a hot read: its work (in a worker thread) and which bodies it takes
+    (the others go to the route)."""
+
+    work: Work
+    takes: Callable[[Any], bool] = lambda body: True
+
+
+def hot(work: Work, takes: Callable[[Any], bool] = lambda body: True) -> Callable[[F], F]:
+    """Mark the POST route declared above as a hot read (its path: at most one `{param}`, last)."""
+
+    def mark(endpoint: F) -> F:
+        endpoint.__hot__ = Hot(work, takes)  # type: ignore[attr-defined]
+        return endpoint
+
+    return mark
 
 
 @dataclass(frozen=True)
 class HotRead:
-    """A read route this layer may serve: its path template (at most one `{param}`, last), its
-    body model, the work (in a worker thread: hub, body, the path parameter or None) and which
-    bodies it takes (the others go to the route)."""
+    """A marked route as this layer serves it."""
 
-    template: str
+    route: APIRoute
     body: type[BaseModel]
-    work: Callable[[Any, Any, str | None], Response]
-    takes: Callable[[Any], bool] = lambda body: True
+    work: Work
+    takes: Callable[[Any], bool]
 
 
 class HotReads:
-    """Serves the plain requests of `reads` (with bodies of at most `max_bytes`, the BodyLimit of
-    these paths); passes everything else to the app."""
+    """Serves the plain requests of the app's marked routes (with bodies of at most `max_bytes`,
+    the BodyLimit of these paths); passes everything else to the app."""
 
-    def __init__(self, app: ASGIApp, reads: tuple[HotRead, ...], max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
         self.max_bytes = max_bytes
-        self.exact = {read.template: read for read in reads if "{" not in read.template}
-        self.prefixed = [
-            (read.template.split("{")[0], read) for read in reads if "{" in read.template
-        ]
-        self.routes: dict[str, BaseRoute] = {}  # template -> the app's route, found once
+        self.exact: dict[str, HotRead] = {}
+        self.prefixed: list[tuple[str, HotRead]] = []
+        self.known = False  # the table is read from the app at its first request
         self.workers = ReadThreads(WORKERS, "rag-read")
+
+    def _learn(self, app: Any) -> None:
+        """The marked routes of `app`: their paths and body models as declared."""
+        for route in app_routes({"app": app}):
+            mark = getattr(getattr(route, "endpoint", None), "__hot__", None)
+            if not isinstance(route, APIRoute) or mark is None or route.body_field is None:
+                continue
+            read = HotRead(route, route.body_field.field_info.annotation, mark.work, mark.takes)
+            if "{" in route.path:
+                self.prefixed.append((route.path.split("{")[0], read))
+            else:
+                self.exact[route.path] = read
+        self.known = True
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
+        if not self.known and "app" in scope:
+            self._learn(scope["app"])
         found = self._match(scope)
         if found is None:
             await self.app(scope, receive, send)
@@ -66,7 +102,7 @@ class HotReads:
             await self.app(scope, replay(body, receive), send)
             return
         hub, parsed = accepted
-        scope["route"] = self._route(scope["app"], read.template)
+        scope["route"] = read.route  # what the router would have put there
         request = Tracked(request_id, started)
         status = 500  # what the server answers when the work fails unexpectedly
         try:
@@ -140,15 +176,3 @@ class HotReads:
         except RagError:  # the route refuses it, with its own body and log line
             return None
         return hub, parsed
-
-    def _route(self, app: Any, template: str) -> BaseRoute:
-        """The app's POST route for `template` (what the router would have put in the scope)."""
-        route = self.routes.get(template)
-        if route is None:
-            route = next(
-                r
-                for r in app_routes({"app": app})
-                if getattr(r, "path", None) == template and "POST" in getattr(r, "methods", ())
-            )
-            self.routes[template] = route
-        return route

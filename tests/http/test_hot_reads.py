@@ -12,7 +12,6 @@ from typing import Any
 import httpx
 import pytest
 
-from rag_api.http.endpoints import admin, query
 from rag_api.http.hot_reads import HotReads
 from rag_api.settings import Settings
 from tests.conftest import assert_error_shape, hash_collection, wait_for, write_config
@@ -230,7 +229,7 @@ def test_only_plain_reads_are_served_here(live, body, headers, hot) -> None:
         await send({"type": "http.response.start", "status": 299, "headers": []})
         await send({"type": "http.response.body", "body": b"route"})
 
-    layer = HotReads(route, reads=(query.HOT, *admin.HOT), max_bytes=1 << 20)
+    layer = HotReads(route, max_bytes=1 << 20)
     raw = json.dumps(body).encode()
     headers = {"content-type": "application/json", "content-length": str(len(raw)), **headers}
 
@@ -251,3 +250,19 @@ class _Scoped:
 
     async def __call__(self, scope, receive, send) -> None:
         await self.inner({**scope, "app": self.app}, receive, send)
+
+
+def test_the_hot_reads_are_the_routes_marked_where_they_are_declared(live) -> None:
+    """No second table: the layer reads the marked routes' paths and body models from the app."""
+    layer = HotReads(live.app, max_bytes=1 << 20)
+    layer._learn(live.app)
+    served = {
+        read.route.path: read.body.__name__
+        for read in (*layer.exact.values(), *(read for _, read in layer.prefixed))
+    }
+    assert served == {
+        "/query/{collection}": "QueryBody",
+        "/v1/rag/search": "Search",
+        "/v1/rag/context": "Context",
+        "/v1/rag/chunks/list": "ListChunks",
+    }

@@ -14,7 +14,7 @@ from fastapi.responses import Response
 from rag_api.http.answered import answered
 from rag_api.http.auth import require_reader, require_writer
 from rag_api.http.deps import HubDep, WatcherDep, indexer_status
-from rag_api.http.hot_reads import HotRead
+from rag_api.http.hot_reads import hot
 from rag_api.kbadmin import models
 
 router = APIRouter(prefix="/v1/rag", tags=["rag admin"])
@@ -43,7 +43,10 @@ def chunks(params: Annotated[models.ChunkFilters, Query()], hub: HubDep) -> Resp
     return answered(hub.kb.chunks(params))
 
 
+# the reads rag_api.http.hot_reads serves without FastAPI's per-request work (never with a query
+# string, so the collection comes from the body)
 @router.post("/chunks/list", dependencies=READ, response_model=models.ChunkPage, **EXACT)
+@hot(lambda hub, body, _: chunks_list(body, hub))
 def chunks_list(
     body: models.ListChunks, hub: HubDep, collection: CollectionParam = None
 ) -> Response:
@@ -51,24 +54,17 @@ def chunks_list(
 
 
 @router.post("/search", dependencies=READ, response_model=models.SearchResults, **EXACT)
+@hot(lambda hub, body, _: search(body, hub))
 def search(body: models.Search, hub: HubDep, collection: CollectionParam = None) -> Response:
     """Passages for the query from the collection, or from where `auto` routes it."""
     return answered(hub.kb.search(body, collection))
 
 
 @router.post("/context", dependencies=READ, response_model=models.ContextBlock, **EXACT)
+@hot(lambda hub, body, _: context(body, hub))
 def context(body: models.Context, hub: HubDep, collection: CollectionParam = None) -> Response:
     """The passages as one block for a prompt, from the collection or from where `auto` routes."""
     return answered(hub.kb.context(body, collection))
-
-
-# the reads rag_api.http.hot_reads serves without FastAPI's per-request work (never with a query
-# string, so the collection comes from the body)
-HOT = [
-    HotRead("/v1/rag/chunks/list", models.ListChunks, lambda hub, b, _: chunks_list(b, hub)),
-    HotRead("/v1/rag/search", models.Search, lambda hub, b, _: search(b, hub)),
-    HotRead("/v1/rag/context", models.Context, lambda hub, b, _: context(b, hub)),
-]
 
 
 @router.post("/chunks/update", dependencies=WRITE, response_model=models.Updated)

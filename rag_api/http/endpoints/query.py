@@ -10,7 +10,7 @@ from rag_api.answering.models import QueryAnswer, QueryBody
 from rag_api.http.answered import STREAMED, answered
 from rag_api.http.auth import require_reader
 from rag_api.http.deps import GenerationDep, HubDep
-from rag_api.http.hot_reads import HotRead
+from rag_api.http.hot_reads import hot
 from rag_api.http.sse import EventStream
 from rag_api.hub import Hub
 
@@ -22,6 +22,11 @@ router = APIRouter(tags=["query"], dependencies=[Depends(require_reader)])
     response_model=QueryAnswer,
     response_model_exclude_unset=True,
     responses=STREAMED,
+)
+# a retrieval-only query, served by rag_api.http.hot_reads without FastAPI's per-request work
+@hot(
+    lambda hub, body, collection: answer(hub, collection, body),
+    takes=lambda body: not body.stream and not body.generate,
 )
 async def query(
     collection: str,
@@ -42,12 +47,3 @@ async def query(
 def answer(hub: Hub, collection: str, body: QueryBody) -> Response:
     """The query's answer, serialised in the worker thread that made it."""
     return answered(hub.query.ask(collection, body))
-
-
-# a retrieval-only query, served by rag_api.http.hot_reads without FastAPI's per-request work
-HOT = HotRead(
-    "/query/{collection}",
-    QueryBody,
-    lambda hub, body, collection: answer(hub, collection, body),
-    takes=lambda body: not body.stream and not body.generate,
-)
