@@ -84,7 +84,7 @@ def shown(value: Any) -> str:
 
 class Answer(BaseModel):
     """What a route answers, built by the domain and serialised as it is: the fields it set, in
-    the model's order (rag_api.http.answered); a field the model does not declare is an error."""
+    the model's order (rag_api.http.model_response); a field the model does not declare is an error."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -11,10 +11,10 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import Response
 
-from rag_api.http.answered import answered
 from rag_api.http.auth import require_reader, require_writer
 from rag_api.http.deps import HubDep, WatcherDep, indexer_status
 from rag_api.http.hot_reads import hot
+from rag_api.http.model_response import model_response
 from rag_api.kbadmin import models
 
 router = APIRouter(prefix="/v1/rag", tags=["rag admin"])
@@ -30,17 +30,17 @@ def status(hub: HubDep, watcher: WatcherDep, collection: CollectionParam = None)
     watching = indexer_status(watcher)
     name = hub.kb.collection(None, collection).name
     indexer = {"running": watching["running"], **(watching["collections"].get(name) or {})}
-    return answered(hub.kb.status(collection, indexer))
+    return model_response(hub.kb.status(collection, indexer))
 
 
 @router.get("/sources", dependencies=READ, response_model=models.SourceList, **EXACT)
 def sources(hub: HubDep, collection: CollectionParam = None) -> Response:
-    return answered(hub.kb.sources(collection))
+    return model_response(hub.kb.sources(collection))
 
 
 @router.get("/chunks", dependencies=READ, response_model=models.ChunkPage, **EXACT)
 def chunks(params: Annotated[models.ChunkFilters, Query()], hub: HubDep) -> Response:
-    return answered(hub.kb.chunks(params))
+    return model_response(hub.kb.chunks(params))
 
 
 # the reads rag_api.http.hot_reads serves without FastAPI's per-request work (never with a query
@@ -50,52 +50,52 @@ def chunks(params: Annotated[models.ChunkFilters, Query()], hub: HubDep) -> Resp
 def chunks_list(
     body: models.ListChunks, hub: HubDep, collection: CollectionParam = None
 ) -> Response:
-    return answered(hub.kb.chunks(body, collection))
+    return model_response(hub.kb.chunks(body, collection))
 
 
 @router.post("/search", dependencies=READ, response_model=models.SearchResults, **EXACT)
 @hot(lambda hub, body, _: search(body, hub))
 def search(body: models.Search, hub: HubDep, collection: CollectionParam = None) -> Response:
     """Passages for the query from the collection, or from where `auto` routes it."""
-    return answered(hub.kb.search(body, collection))
+    return model_response(hub.kb.search(body, collection))
 
 
 @router.post("/context", dependencies=READ, response_model=models.ContextBlock, **EXACT)
 @hot(lambda hub, body, _: context(body, hub))
 def context(body: models.Context, hub: HubDep, collection: CollectionParam = None) -> Response:
     """The passages as one block for a prompt, from the collection or from where `auto` routes."""
-    return answered(hub.kb.context(body, collection))
+    return model_response(hub.kb.context(body, collection))
 
 
 @router.post("/chunks/update", dependencies=WRITE, response_model=models.Updated)
 def chunks_update(
     body: models.UpdateChunk, hub: HubDep, collection: CollectionParam = None
 ) -> Response:
-    return answered(hub.kb.update_chunk(body, collection))
+    return model_response(hub.kb.update_chunk(body, collection))
 
 
 @router.post("/upsert/document", dependencies=WRITE, response_model=models.Upserted)
 def upsert_document(
     body: models.UpsertDocument, hub: HubDep, collection: CollectionParam = None
 ) -> Response:
-    return answered(hub.kb.upsert_document(body, collection))
+    return model_response(hub.kb.upsert_document(body, collection))
 
 
 @router.post("/add/document", dependencies=WRITE, response_model=models.Added)
 def add_document(
     body: models.AddDocument, hub: HubDep, collection: CollectionParam = None
 ) -> Response:
-    return answered(hub.kb.add_document(body, collection))
+    return model_response(hub.kb.add_document(body, collection))
 
 
 @router.post("/add/chunks", dependencies=WRITE, response_model=models.Added)
 def add_chunks(body: models.AddChunks, hub: HubDep, collection: CollectionParam = None) -> Response:
-    return answered(hub.kb.add_chunks(body, collection))
+    return model_response(hub.kb.add_chunks(body, collection))
 
 
 @router.post("/remove", dependencies=WRITE, response_model=models.Removed)
 def remove(body: models.Remove, hub: HubDep, collection: CollectionParam = None) -> Response:
-    return answered(hub.kb.remove(body, collection))
+    return model_response(hub.kb.remove(body, collection))
 
 
 @router.post("/reload", dependencies=WRITE, response_model=models.Reloaded)
@@ -105,4 +105,4 @@ def reload(
     collection: CollectionParam = None,
 ) -> Response:
     """The body is optional here: a bare POST reconciles the default collection."""
-    return answered(hub.kb.reload(body or models.Reload(), collection))
+    return model_response(hub.kb.reload(body or models.Reload(), collection))

@@ -6,9 +6,9 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import Response
 
 from rag_api.catalog import CollectionList
-from rag_api.http.answered import answered
 from rag_api.http.auth import require_reader
 from rag_api.http.deps import HubDep
+from rag_api.http.model_response import model_response
 
 router = APIRouter(tags=["collections"], dependencies=[Depends(require_reader)])
 
@@ -17,4 +17,6 @@ router = APIRouter(tags=["collections"], dependencies=[Depends(require_reader)])
 def list_collections(hub: HubDep) -> Response:
     """Every configured collection: its settings and what the store holds."""
     described = [hub.describe(name) for name in hub.visible()]
-    return answered(CollectionList(default_collection=hub.default_visible(), collections=described))
+    return model_response(
+        CollectionList(default_collection=hub.default_visible(), collections=described)
+    )

@@ -9,10 +9,10 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from rag_api.http.answered import STREAMED
 from rag_api.http.any_path import ANY
 from rag_api.http.auth import require_reader
 from rag_api.http.deps import GenerationDep, HubDep, ResponsesDep
+from rag_api.http.model_response import STREAMED
 from rag_api.http.openai_errors import OpenAIRoute
 from rag_api.http.sse import EventStream
 from rag_api.openai_compat import chat, responses

@@ -7,10 +7,10 @@ from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from rag_api.answering.models import QueryAnswer, QueryBody
-from rag_api.http.answered import STREAMED, answered
 from rag_api.http.auth import require_reader
 from rag_api.http.deps import GenerationDep, HubDep
 from rag_api.http.hot_reads import hot
+from rag_api.http.model_response import STREAMED, model_response
 from rag_api.http.sse import EventStream
 from rag_api.hub import Hub
 
@@ -46,4 +46,4 @@ async def query(
 
 def answer(hub: Hub, collection: str, body: QueryBody) -> Response:
     """The query's answer, serialised in the worker thread that made it."""
-    return answered(hub.query.ask(collection, body))
+    return model_response(hub.query.ask(collection, body))

@@ -1,4 +1,4 @@
-"""The routes send the answer models the domain built, serialised themselves (rag_api.http.answered):
+"""The routes send the answer models the domain built, serialised themselves (rag_api.http.model_response):
 the bytes must be the ones FastAPI's own response_model path sends for the same answer, key order
 included."""
 
@@ -14,7 +14,7 @@ from fastapi import FastAPI
 from pydantic import BaseModel, ValidationError
 
 from rag_api.answering.models import QueryAnswer
-from rag_api.http.answered import answered
+from rag_api.http.model_response import model_response
 from rag_api.kbadmin.models import ChunkPage, ContextBlock, SearchResults, SourceList, Status
 from rag_api.settings import Settings
 from tests.conftest import hash_collection, write_config
@@ -93,7 +93,7 @@ def test_a_query_answer_keeps_the_model_order_and_adds_no_unset_key(live) -> Non
 
 def test_an_answer_holds_only_what_it_declares() -> None:
     answer = {"query": "q", "count": 0, "results": [], "collection": "docs", "mode": "dense"}
-    assert answered(SearchResults(**answer)).body.startswith(b'{"query":"q"')
+    assert model_response(SearchResults(**answer)).body.startswith(b'{"query":"q"')
     with pytest.raises(ValidationError, match="surprise"):
         SearchResults(**answer, surprise=1)
     with pytest.raises(ValidationError, match="count"):
