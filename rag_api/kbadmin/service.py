@@ -5,6 +5,7 @@ answer (rag_api.kbadmin.models); every write leaves its audit line."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from rag_api.access.grant import audit
@@ -23,6 +24,7 @@ from rag_api.kbadmin.models import (
     Reloaded,
     Remove,
     Removed,
+    Routed,
     Search,
     SearchResults,
     SourceList,
@@ -37,6 +39,7 @@ from rag_api.routing import named, resolve
 from rag_api.schema import Answer
 
 A = TypeVar("A", bound=Answer)
+R = TypeVar("R", bound=Routed)
 
 
 class KbAdmin:
@@ -73,35 +76,32 @@ class KbAdmin:
         target = resolve(self.hub, named(request.collection, collection), request.collections)
         return reads.context(self.hub, target, request)
 
-    # --- writes (the caller checked the key may write)
+    # --- writes (the caller checked the key may write), each with its audit line
 
     def update_chunk(self, request: UpdateChunk, collection: str | None = None) -> Updated:
-        kb = self.collection(request.collection, collection)
-        return _audited("chunks/update", kb, writes.update_chunk(kb, request))
+        return self._write("chunks/update", writes.update_chunk, request, collection)
 
     def upsert_document(self, request: UpsertDocument, collection: str | None = None) -> Upserted:
-        kb = self.collection(request.collection, collection)
-        return _audited("upsert/document", kb, writes.upsert_document(kb, request))
+        return self._write("upsert/document", writes.upsert_document, request, collection)
 
     def add_document(self, request: AddDocument, collection: str | None = None) -> Added:
-        kb = self.collection(request.collection, collection)
-        return _audited("add/document", kb, writes.add_document(kb, request))
+        return self._write("add/document", writes.add_document, request, collection)
 
     def add_chunks(self, request: AddChunks, collection: str | None = None) -> Added:
-        kb = self.collection(request.collection, collection)
-        return _audited("add/chunks", kb, writes.add_chunks(kb, request))
+        return self._write("add/chunks", writes.add_chunks, request, collection)
 
     def remove(self, request: Remove, collection: str | None = None) -> Removed:
-        kb = self.collection(request.collection, collection)
-        return _audited("remove", kb, writes.remove(kb, request))
+        return self._write("remove", writes.remove, request, collection)
 
     def reload(self, request: Reload, collection: str | None = None) -> Reloaded:
+        return self._write("reload", writes.reload, request, collection)
+
+    def _write(
+        self, action: str, write: Callable[[Collection, R], A], request: R, collection: str | None
+    ) -> A:
+        """`write` on the collection the request names, then its audit line (counts, sources)."""
         kb = self.collection(request.collection, collection)
-        return _audited("reload", kb, writes.reload(kb, request))
-
-
-def _audited(action: str, kb: Collection, result: A) -> A:
-    """The write's audit line (its counts and sources), then its answer."""
-    fields = result.model_dump(exclude_unset=True)
-    audit(action, kb.name, **{k: v for k, v in fields.items() if not isinstance(v, dict)})
-    return result
+        result = write(kb, request)
+        fields = result.model_dump(exclude_unset=True)
+        audit(action, kb.name, **{k: v for k, v in fields.items() if not isinstance(v, dict)})
+        return result
