@@ -36,6 +36,7 @@ LAYERS = (
     {"evaluation", "kbadmin", "openai_compat", "uploads"},
     {"ops"},
     {"hub"},  # the composition root: owns every long-lived service
+    {"mcp"},  # the MCP tools over the hub's calls (served by http/ and the CLI)
     {"http"},  # imported by the entry points only
     {"cli", "client"},
     {"asgi", "__main__"},

@@ -15,6 +15,7 @@ from rag_api.cli.config_commands import config as config_group
 from rag_api.cli.eval import eval_command
 from rag_api.cli.index import index
 from rag_api.cli.keys import keys
+from rag_api.cli.mcp import mcp_command
 from rag_api.cli.ops import check, migrate
 from rag_api.cli.reads import collections_, query
 from rag_api.cli.serve import serve, watch
@@ -69,6 +70,7 @@ for command in (
     restore,
     eval_command,
     keys,
+    mcp_command,
 ):
     cli.add_command(command)
 

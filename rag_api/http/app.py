@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -30,6 +31,9 @@ from rag_api.http.error_responses import ERRORS, install_error_handlers
 from rag_api.http.hot_reads import HotReads
 from rag_api.http.json_body import JsonBodies
 from rag_api.http.limits import BodyLimit
+from rag_api.http.mcp import MAX_BYTES as MCP_MAX_BYTES
+from rag_api.http.mcp import PATH as MCP_PATH
+from rag_api.http.mcp import McpEndpoint
 from rag_api.http.request_log import RequestLog
 from rag_api.hub import Hub
 from rag_api.kbadmin.writes import drop_temporary
@@ -64,7 +68,8 @@ def create_app(
             await anyio.to_thread.run_sync(opened.start, watch)
             app.state.hub = opened
             record = announce(settings)  # CLI reads find this server by it
-            yield
+            async with agents.running():  # /mcp: its session manager lives as long as the app
+                yield
         finally:
             app.state.hub = None
             withdraw(record)
@@ -90,7 +95,10 @@ def create_app(
     app.add_middleware(
         BodyLimit,
         max_bytes=settings.max_body_bytes,
-        wider={uploads.UPLOAD_PATH: settings.upload_max_bytes},
+        wider={
+            uploads.UPLOAD_PATH: settings.upload_max_bytes,
+            re.compile(f"^{MCP_PATH}$"): MCP_MAX_BYTES,
+        },
     )
     app.add_middleware(RequestLog)  # its id and timing cover every layer below
     # outermost: the plain hot reads are answered here, with the checks, id, log and metrics of
@@ -112,5 +120,9 @@ def create_app(
     )
     for router in routers:
         app.include_router(router)
+    agents = McpEndpoint(app)
+    app.router.add_route(
+        MCP_PATH, agents, methods=["GET", "POST", "DELETE"], include_in_schema=False
+    )
     console.install(app)  # the pages at / (data comes from the API above, with the tab's key)
     return app

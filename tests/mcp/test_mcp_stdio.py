@@ -1,0 +1,70 @@
+"""`rag-hub mcp` through the MCP SDK's own stdio client: on the store in its own process when no
+hub runs, and relayed to a running hub's /mcp (RAG_URL, RAG_KEY) when one does."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from rag_api.settings import Settings
+from tests.conftest import REPO, cli_env, hash_collection, run_cli, write_config
+
+READER = "reader-secret"
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> dict[str, str]:
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "faq.md").write_text("## Refunds\n\nRefunds are possible within 30 days of purchase.\n")
+    (kb / "policy.md").write_text("## Vacation\n\nEmployees get 25 days of vacation per year.\n")
+    config = write_config(tmp_path / "collections.yaml", {"docs": hash_collection(kb)})
+    env = {"RAG_CONFIG": str(config), "RAG_DATA_DIR": str(tmp_path / "data")}
+    assert run_cli("index", env=env).returncode == 0
+    return env
+
+
+def first_source(env: dict[str, str]) -> str:
+    async def main() -> str:
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "rag_api", "mcp"], env=cli_env(env), cwd=str(REPO)
+        )
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as mcp:
+            await mcp.initialize()
+            result = await mcp.call_tool("search", {"query": "refund days", "collection": "docs"})
+            assert not result.is_error, result.content
+            data: Any = result.structured_content
+            return data["results"][0]["source"]
+
+    return asyncio.run(main())
+
+
+def test_stdio_opens_the_store_when_no_hub_runs(workspace) -> None:
+    assert first_source(workspace) == "faq.md"
+
+
+def test_stdio_relays_to_a_running_hub(workspace, serve) -> None:
+    settings = Settings(
+        config=Path(workspace["RAG_CONFIG"]), data_dir=Path(workspace["RAG_DATA_DIR"]),
+        api_key=READER, ollama_url="http://127.0.0.1:9",
+    )  # fmt: skip
+    server = serve(settings)  # owns the embedded store: the command must go through it
+    env = {**workspace, "RAG_URL": server.url, "RAG_KEY": READER}
+    assert first_source(env) == "faq.md"
+    refused = {**workspace, "RAG_URL": server.url, "RAG_KEY": "wrong"}
+    with pytest.raises(BaseException) as caught:  # the SDK raises inside its task group
+        first_source(refused)
+    assert any("bearer" in str(e) for e in leaves(caught.value))
+
+
+def leaves(error: BaseException) -> list[BaseException]:
+    """The errors inside (nested) exception groups."""
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in leaves(inner)]
+    return [error]
