@@ -86,7 +86,8 @@ def configure_logging(level: int, fmt: str = "text") -> None:
     root.setLevel(level)
 
 
-HUB_LOGGERS = ("rag_api", "indexer")
+HUB_LOGGERS = ("rag_api",)
+QUIET = ("mcp",)  # the MCP SDK logs every request at info; the hub logs each request itself
 TRACE = 5  # uvicorn's level below debug (RAG_LOG_LEVEL=trace)
 
 
@@ -97,8 +98,12 @@ def apply_log_level(name: str) -> None:
     root = logging.getLogger()
     level = TRACE if name == "trace" else logging.getLevelNamesMapping()[name.upper()]
     others = max(level, logging.INFO)
+    quiet = max(others, logging.WARNING)
     if root.level < logging.WARNING:  # -v or -vv
         level, others = min(level, root.level), min(others, root.level)
+        quiet = others
     for logger in HUB_LOGGERS:
         logging.getLogger(logger).setLevel(level)
+    for logger in QUIET:
+        logging.getLogger(logger).setLevel(quiet)
     root.setLevel(others)

@@ -15,7 +15,7 @@ from rag_api.indexing.sync import SyncReport
 from rag_api.points.collection import Collection
 from rag_api.watcher.pending import Pending
 
-log = logging.getLogger("indexer")
+log = logging.getLogger("rag_api.watcher")
 RETRY_FIRST_S = 0.5
 QUIET_SKIPS = kb.QUIET_SKIPS
 

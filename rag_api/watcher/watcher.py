@@ -17,7 +17,7 @@ from rag_api.watcher.events import EVENT_TYPES, FolderEvents
 from rag_api.watcher.pending import Work
 from rag_api.watcher.watched import CollectionState
 
-log = logging.getLogger("indexer")
+log = logging.getLogger("rag_api.watcher")
 RETRY_MAX_S = 30.0
 MAX_SLEEP_S = 5.0  # the worker looks around at least this often, whatever it expects
 OPTIMIZE_AFTER_CHUNKS = 1000  # a reconcile that wrote this many chunks rebuilds the search index

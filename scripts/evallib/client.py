@@ -14,12 +14,14 @@ def connect(url: str, timeout: float = 60) -> HTTPConnection:
     return HTTPConnection(urlsplit(url).netloc, timeout=timeout)
 
 
-def timed_post(client: HTTPConnection, path: str, body: dict) -> tuple[float, bytes]:
-    """Seconds of the round trip of one POST of `body` as JSON, and the answer's bytes; a
-    RuntimeError unless it answers 200."""
+def timed_post(
+    client: HTTPConnection, path: str, body: dict, headers: dict[str, str] | None = None
+) -> tuple[float, bytes]:
+    """Seconds of the round trip of one POST of `body` as JSON (with `headers` besides its
+    Content-Type), and the answer's bytes; a RuntimeError unless it answers 200."""
     raw = json.dumps(body)
     started = time.perf_counter()
-    client.request("POST", path, raw, {"Content-Type": "application/json"})
+    client.request("POST", path, raw, {"Content-Type": "application/json", **(headers or {})})
     response = client.getresponse()
     answer = response.read()
     elapsed = time.perf_counter() - started

@@ -1,4 +1,4 @@
-"""RAG_LOG_LEVEL sets the hub's own loggers (rag_api.*, indexer), not only uvicorn's; the renamed
+"""RAG_LOG_LEVEL sets the hub's own loggers (rag_api.*), not only uvicorn's; the renamed
 RAG_TORCH_THREADS is still read, with one deprecation line."""
 
 from __future__ import annotations
@@ -74,12 +74,15 @@ def test_the_level_of_the_hub_s_loggers_and_the_others(level, verbose, hub, othe
     try:
         root.setLevel(verbose or logging.WARNING)
         apply_log_level(Settings(log_level=level).log_level)
-        for name in ("rag_api.http.app", "rag_api.store.edge", "indexer"):
+        for name in ("rag_api.http.app", "rag_api.store.edge", "rag_api.watcher"):
             assert logging.getLogger(name).getEffectiveLevel() == hub
         assert logging.getLogger("httpx").getEffectiveLevel() == others
+        # the MCP SDK's line per request: warnings only, unless -v/-vv asks for more
+        quiet = others if verbose else max(others, logging.WARNING)
+        assert logging.getLogger("mcp").getEffectiveLevel() == quiet
     finally:
         root.setLevel(saved)
-        for name in ("rag_api", "indexer"):
+        for name in ("rag_api", "mcp"):
             logging.getLogger(name).setLevel(logging.NOTSET)
 
 

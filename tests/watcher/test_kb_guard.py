@@ -28,7 +28,7 @@ def test_a_mistyped_folder_keeps_chunks_logs_once_and_retries(
 
     typo = write_config(tmp_path / "typo.yaml", {"notes": hash_collection(tmp_path / "dosc")})
     hub = Hub.open(make_settings(typo))
-    caplog.set_level(logging.INFO, logger="indexer")
+    caplog.set_level(logging.INFO, logger="rag_api.watcher")
     watcher = Watcher(hub, debounce_s=0.05, rescan_s=0.1, retry_max_s=0.1).start()
     try:
         row = lambda: watcher.status()["collections"]["notes"]  # noqa: E731
