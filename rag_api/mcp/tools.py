@@ -5,6 +5,7 @@ key sees only its collections: anything outside them is "not found", as on the o
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Annotated, Any, TypeVar
 
@@ -12,6 +13,7 @@ import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
 from pydantic import Field, ValidationError
 
 from rag_api import version
@@ -50,13 +52,13 @@ def build_tools(
         principal = principal_of(ctx)
         if principal is None:
             raise ToolError("UNAUTHORIZED: missing or invalid bearer key")
-        op = "read" if writes is None else "write"
         if writes is not None and not principal.may("write", writes):
-            why = "may read" if principal.may("read", writes) else "does not know"
-            raise ToolError(f"FORBIDDEN: this key {why} '{writes}' but may not change it")
+            if not principal.may("read", writes):  # as if it did not exist
+                raise ToolError(f"COLLECTION_NOT_FOUND: {CollectionNotFound(writes).message}")
+            raise ToolError(f"FORBIDDEN: this key may read '{writes}' but may not change it")
 
         def granted() -> T:
-            current.set(Grant(principal, op))  # type: ignore[arg-type]
+            current.set(Grant(principal, "read" if writes is None else "write"))
             return work(hub_of())
 
         try:
@@ -84,14 +86,14 @@ def build_tools(
         sources: Annotated[
             list[str] | None, Field(description="Only these documents (source names)")
         ] = None,
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         def work(hub: Hub) -> dict[str, Any]:
             body = QueryBody(query=query, top_k=top_k, generate=False, sources=sources,
                              filters=Filters.model_validate(filters) if filters else None)  # fmt: skip
             found = hub.query.ask(collection or _default(hub), body)
             return {"results": [_passage(p.model_dump(), found.collection) for p in found.sources]}
 
-        return await run(ctx, work)
+        return answered(await run(ctx, work))
 
     @server.tool(
         description="Read what a `search` result's `id` names: the whole chunk with its metadata; "
@@ -100,12 +102,12 @@ def build_tools(
     async def fetch(
         id: Annotated[str, Field(min_length=3, max_length=2000, description="An id from search")],
         ctx: Context,
-    ) -> dict[str, Any]:
-        return await run(ctx, lambda hub: _fetch(hub, id))
+    ) -> CallToolResult:
+        return answered(await run(ctx, lambda hub: _fetch(hub, id)))
 
     @server.tool(description="The collections this key may read: name, language, description, "
                  "embedding model and size in chunks.")  # fmt: skip
-    async def list_collections(ctx: Context) -> dict[str, Any]:
+    async def list_collections(ctx: Context) -> CallToolResult:
         def work(hub: Hub) -> dict[str, Any]:
             rows = [hub.describe(name) for name in hub.visible()]
             return {
@@ -116,7 +118,7 @@ def build_tools(
                 ]
             }  # fmt: skip
 
-        return await run(ctx, work)
+        return answered(await run(ctx, work))
 
     @server.tool(
         description="The hub's own answer to `question` with numbered citations [n] and its "
@@ -124,14 +126,14 @@ def build_tools(
     )
     async def answer(
         question: Query, ctx: Context, collection: CollectionArg = None
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         def work(hub: Hub) -> dict[str, Any]:
             got = hub.query.ask(collection or _default(hub), QueryBody(query=question))
             sources = [_passage(s.model_dump(), got.collection) for s in got.sources]
             return {"answer": got.answer, "collection": got.collection, "sources": sources,
                     "generator": got.generator, "warning": got.warning}  # fmt: skip
 
-        return await run(ctx, work)
+        return answered(await run(ctx, work))
 
     @server.tool(
         description="Write a document into a collection (replacing any document of that "
@@ -143,15 +145,15 @@ def build_tools(
         text: Annotated[str, Field(min_length=1)],
         ctx: Context,
         metadata: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         body = {
             "collection": collection,
             "source": source,
             "text": text,
             "metadata": metadata or {},
         }
-        return await run(ctx, lambda hub: hub.kb.upsert_document(
-            UpsertDocument.model_validate(body)).model_dump(exclude_unset=True), collection)  # fmt: skip
+        return answered(await run(ctx, lambda hub: hub.kb.upsert_document(
+            UpsertDocument.model_validate(body)).model_dump(exclude_unset=True), collection))  # fmt: skip
 
     @server.tool(description="Remove a document (every chunk of `source`) from a collection. "
                  "Needs a key that may write the collection.")  # fmt: skip
@@ -159,11 +161,18 @@ def build_tools(
         collection: Annotated[str, Field(min_length=1, max_length=63)],
         source: Annotated[str, Field(min_length=1, max_length=512)],
         ctx: Context,
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         body = Remove(collection=collection, source_prefix=source, exact=True)
-        return await run(ctx, lambda hub: hub.kb.remove(body).model_dump(), collection)
+        return answered(await run(ctx, lambda hub: hub.kb.remove(body).model_dump(), collection))
 
     return server
+
+
+def answered(data: dict[str, Any]) -> CallToolResult:
+    """A tool's answer as it goes out: the structured data, and the same as compact JSON text
+    for clients that read text only (built once, not checked again against a schema)."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
 def _default(hub: Hub) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import hash_collection, write_config
+from tests.conftest import hash_collection, wait_for, write_config
 from tests.console.conftest import expect, kb_folder
 
 
@@ -21,7 +21,10 @@ def test_the_jobs_page_and_a_collections_jobs(tmp_path: Path, hub_process, page)
     hub.wait_sources("docs", ["faq.md", "handbook.md"])
     with hub.client() as http:
         files = [("files", ("new.md", b"## New\n\nA new policy.\n", "text/markdown"))]
-        assert http.post("/v1/collections/docs/files", files=files).status_code == 202
+        uploaded = http.post("/v1/collections/docs/files", files=files)
+        assert uploaded.status_code == 202
+        job = f"/v1/jobs/{uploaded.json()['id']}"  # indexed before the check looks at the folder
+        wait_for(lambda: http.get(job).json()["status"] == "done", 60)
         assert http.post("/v1/ops/check", json={"collection": "docs", "sample": 0}).is_success
         assert http.post("/v1/ops/check", json={"collection": "other", "sample": 0}).is_success
         broken = [("files", ("broken.pdf", b"%PDF-1.4\nnot really", "application/pdf"))]
