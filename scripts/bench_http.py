@@ -84,11 +84,7 @@ def main() -> None:
 
     questions = fresh_questions(args.data_dir, ROUTES, WARM_UP, args.queries)
     with tempfile.TemporaryDirectory() as tmp:
-        settings = settings_for(Path(tmp) / "hub")
-        hub = Hub.open(settings, load_config(settings.config))
-        build(hub, args.chunks, args.data_dir)
-        hub.close()
-        env = {"RAG_MODEL_CACHE": str(settings.model_cache)}
+        settings, env = built(Path(tmp) / "hub", args.chunks, args.data_dir)
         with ExitStack() as stack:
             servers = hub_servers(Path(tmp) / "hub", args.port, env, args.baseline_tree)
             clients = {name: connect(url) for name, url in stack.enter_context(servers).items()}
@@ -104,6 +100,16 @@ def main() -> None:
                 clients[name] = connect(url)
             times = measure(clients, questions)
     report(times, sizes, args)
+
+
+def built(root: Path, chunks: int, data_dir: Path) -> tuple[Settings, dict[str, str]]:
+    """A hub folder under `root` holding `chunks` SciFact chunks, and the environment its server
+    needs (the ONNX export is kept with the bench caches)."""
+    settings = settings_for(root)
+    hub = Hub.open(settings, load_config(settings.config))
+    build(hub, chunks, data_dir)
+    hub.close()
+    return settings, {"RAG_MODEL_CACHE": str(settings.model_cache)}
 
 
 def measure(clients: dict[str, HTTPConnection], questions: dict[str, tuple[list, list]]):

@@ -27,10 +27,8 @@ import httpx2  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
-from rag_api.config import load_config  # noqa: E402
-from rag_api.hub import Hub  # noqa: E402
-from scripts.bench_http import settings_for  # noqa: E402
-from scripts.bench_query import TOP_K, build  # noqa: E402
+from scripts.bench_http import built  # noqa: E402
+from scripts.bench_query import TOP_K  # noqa: E402
 from scripts.evallib import add_data_dir, distinct_questions, latency_summary  # noqa: E402
 from scripts.evallib.client import connect, timed_post  # noqa: E402
 from scripts.evallib.server import hub_server  # noqa: E402
@@ -83,11 +81,7 @@ def main() -> None:
     if len(questions) < 3 * (WARM_UP + args.queries):
         parser.error(f"--queries at most {len(questions) // 3 - WARM_UP}")
     with tempfile.TemporaryDirectory() as tmp:
-        settings = settings_for(Path(tmp) / "hub")
-        hub = Hub.open(settings, load_config(settings.config))
-        build(hub, args.chunks, args.data_dir)
-        hub.close()
-        env = {"RAG_MODEL_CACHE": str(settings.model_cache)}
+        settings, env = built(Path(tmp) / "hub", args.chunks, args.data_dir)
         with hub_server(settings.config, settings.data_dir, args.port, env) as url:
             times = asyncio.run(measure(url, questions))
     print(f"{args.chunks} chunks, top_k {TOP_K}, {args.queries} questions, alternating")

@@ -232,6 +232,18 @@ def serve() -> Iterator[Callable[..., LiveServer]]:
         server.stop()
 
 
+@pytest.fixture
+def workspace(tmp_path: Path) -> dict[str, str]:
+    """A kb folder (one line of it broken) and the environment of a `rag-hub` command on it."""
+    kb = tmp_path / "kb"
+    kb.mkdir()
+    (kb / "faq.md").write_text("## Refunds\n\nRefunds are possible within 30 days of purchase.\n")
+    (kb / "policy.md").write_text("## Vacation\n\nEmployees get 25 days of vacation per year.\n")
+    (kb / "broken.jsonl").write_text('{"text": "fine"}\nnot json\n')
+    config = write_config(tmp_path / "collections.yaml", {"docs": hash_collection(kb)})
+    return {"RAG_CONFIG": str(config), "RAG_DATA_DIR": str(tmp_path / "data")}
+
+
 def run_cli(
     *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess:

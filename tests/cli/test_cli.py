@@ -9,18 +9,7 @@ from pathlib import Path
 import pytest
 
 from rag_api.store.edge import EdgeStore
-from tests.conftest import hash_collection, run_cli, write_config
-
-
-@pytest.fixture
-def workspace(tmp_path: Path) -> dict[str, str]:
-    kb = tmp_path / "kb"
-    kb.mkdir()
-    (kb / "faq.md").write_text("## Refunds\n\nRefunds are possible within 30 days of purchase.\n")
-    (kb / "policy.md").write_text("## Vacation\n\nEmployees get 25 days of vacation per year.\n")
-    (kb / "broken.jsonl").write_text('{"text": "fine"}\nnot json\n')
-    config = write_config(tmp_path / "collections.yaml", {"docs": hash_collection(kb)})
-    return {"RAG_CONFIG": str(config), "RAG_DATA_DIR": str(tmp_path / "data")}
+from tests.conftest import run_cli
 
 
 def test_index_twice_embeds_zero_the_second_time(workspace: dict[str, str]) -> None:

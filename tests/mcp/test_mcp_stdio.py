@@ -13,21 +13,15 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from rag_api.settings import Settings
-from tests.conftest import REPO, cli_env, hash_collection, run_cli, write_config
+from tests.conftest import REPO, cli_env, run_cli
 
 READER = "reader-secret"
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> dict[str, str]:
-    kb = tmp_path / "kb"
-    kb.mkdir()
-    (kb / "faq.md").write_text("## Refunds\n\nRefunds are possible within 30 days of purchase.\n")
-    (kb / "policy.md").write_text("## Vacation\n\nEmployees get 25 days of vacation per year.\n")
-    config = write_config(tmp_path / "collections.yaml", {"docs": hash_collection(kb)})
-    env = {"RAG_CONFIG": str(config), "RAG_DATA_DIR": str(tmp_path / "data")}
-    assert run_cli("index", env=env).returncode == 0
-    return env
+def indexed(workspace: dict[str, str]) -> dict[str, str]:
+    assert run_cli("index", env=workspace).returncode == 0
+    return workspace
 
 
 def first_source(env: dict[str, str]) -> str:
@@ -45,19 +39,19 @@ def first_source(env: dict[str, str]) -> str:
     return asyncio.run(main())
 
 
-def test_stdio_opens_the_store_when_no_hub_runs(workspace) -> None:
-    assert first_source(workspace) == "faq.md"
+def test_stdio_opens_the_store_when_no_hub_runs(indexed) -> None:
+    assert first_source(indexed) == "faq.md"
 
 
-def test_stdio_relays_to_a_running_hub(workspace, serve) -> None:
+def test_stdio_relays_to_a_running_hub(indexed, serve) -> None:
     settings = Settings(
-        config=Path(workspace["RAG_CONFIG"]), data_dir=Path(workspace["RAG_DATA_DIR"]),
+        config=Path(indexed["RAG_CONFIG"]), data_dir=Path(indexed["RAG_DATA_DIR"]),
         api_key=READER, ollama_url="http://127.0.0.1:9",
     )  # fmt: skip
     server = serve(settings)  # owns the embedded store: the command must go through it
-    env = {**workspace, "RAG_URL": server.url, "RAG_KEY": READER}
+    env = {**indexed, "RAG_URL": server.url, "RAG_KEY": READER}
     assert first_source(env) == "faq.md"
-    refused = {**workspace, "RAG_URL": server.url, "RAG_KEY": "wrong"}
+    refused = {**indexed, "RAG_URL": server.url, "RAG_KEY": "wrong"}
     with pytest.raises(BaseException) as caught:  # the SDK raises inside its task group
         first_source(refused)
     assert any("bearer" in str(e) for e in leaves(caught.value))
