@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import anyio
 from mcp.server.mcpserver import Context
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
@@ -18,7 +17,7 @@ from starlette.types import Receive, Scope, Send
 
 from rag_api.access.grant import Principal
 from rag_api.errors import NotReady, RagError, Unauthorized
-from rag_api.http.auth import bearer_token
+from rag_api.http.auth import principal_of
 from rag_api.http.error_responses import rag_error_response
 from rag_api.hub import Hub
 from rag_api.mcp.tools import build_tools
@@ -34,7 +33,7 @@ class McpEndpoint:
     def __init__(self, app: Any) -> None:
         self.app = app  # the FastAPI app: its hub is the one to serve
         self.server = build_tools(self._hub, _principal)
-        self.server.streamable_http_app(
+        self.server.streamable_http_app(  # makes the session manager; the routing is ours
             stateless_http=True,
             json_response=True,
             max_request_body_size=MAX_BYTES,
@@ -51,12 +50,7 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = Request(scope)
         try:
-            hub = self._hub()
-            token = bearer_token(request)
-            principal = hub.keyring.known(token)
-            if principal is None and token is not None:  # a scoped key's first use: its hash
-                client = request.client.host if request.client else ""
-                principal = await anyio.to_thread.run_sync(hub.keyring.principal, token, client)
+            principal = await principal_of(request, self._hub().keyring)
             if principal is None:
                 raise Unauthorized("missing or invalid bearer token (Authorization: Bearer <key>)")
         except RagError as exc:
