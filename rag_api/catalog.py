@@ -1,6 +1,7 @@
 """The catalog: the configured collections with the store and the models they use — embedders,
-generators, rerankers — opened once; the part of the hub (rag_api.hub) that the layers between the
-store and the surfaces work with."""
+generators, rerankers — and the jobs, the fan-out pool of `auto` and its probe samples, opened
+once; the part of the hub (rag_api.hub) that the layers between the store and the surfaces work
+with. What GET /collections answers of each collection (`CollectionSummary`) is declared here."""
 
 from __future__ import annotations
 
