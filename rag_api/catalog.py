@@ -163,6 +163,11 @@ class Catalog:
             }
         )
 
+    def listing(self) -> CollectionList:
+        """What GET /collections answers: the collections the request may read, described."""
+        rows = [self.describe(name) for name in self.visible()]
+        return CollectionList(default_collection=self.default_visible(), collections=rows)
+
     def load_models(self) -> dict[str, RagError]:
         """Load every enabled collection's embedder (and reranker), check its real dimension,
         and for remote embedders that they answer now.

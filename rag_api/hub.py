@@ -2,7 +2,8 @@
 (or a command) — the catalog's store, models, jobs, fan-out pool and probe samples, the keyring,
 the generation pool, stored responses, uploads and the folder watcher — and closes them in one
 place; and it offers each surface's calls (`hub.kb`, `hub.query`, `hub.ops`), which return the
-surface's declared answers. The app keeps the hub and nothing else (`app.state.hub`); the CLI opens one per command.
+surface's declared answers. The app keeps the hub and nothing else (`app.state.hub`); the CLI
+opens one per command.
 
 The layers below the surfaces take the hub as a `Catalog` (rag_api.catalog): the store, the
 collections and their models. What only a server runs — uploads, the watcher — starts with
@@ -11,7 +12,6 @@ collections and their models. What only a server runs — uploads, the watcher �
 
 from __future__ import annotations
 
-import logging
 from typing import Self
 
 from rag_api.access.keyring import Keyring
@@ -26,8 +26,6 @@ from rag_api.settings import Settings
 from rag_api.store import Store
 from rag_api.uploads.service import Uploads
 from rag_api.watcher import Watcher
-
-log = logging.getLogger("rag_api.hub")
 
 
 class Hub(Catalog):

@@ -52,9 +52,11 @@ class KbAdmin:
 
     # --- reads
 
-    def status(self, collection: str | None, indexer: dict[str, Any]) -> Status:
-        """The collection's state; `indexer`: the folder watcher's row for it."""
-        return reads.status(self.hub, self.collection(None, collection), indexer)
+    def status(self, collection: str | None, watching: dict[str, Any]) -> Status:
+        """The collection's state, with its row of the folder watcher's status `watching`."""
+        kb = self.collection(None, collection)
+        row = watching["collections"].get(kb.name) or {}
+        return reads.status(self.hub, kb, {"running": watching["running"], **row})
 
     def sources(self, collection: str | None) -> SourceList:
         return reads.sources(self.collection(None, collection))

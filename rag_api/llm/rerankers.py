@@ -62,7 +62,7 @@ class CrossEncoderReranker(Reranker):
         return {i: float(score) for i, score in enumerate(predicted)}
 
     def describe(self) -> dict[str, Any]:
-        return {"provider": "local", "model": self.name, "device": self.where, "precision": "fp32"}
+        return local_view(self.name, self.where)
 
 
 class ServerReranker(Reranker):
@@ -114,9 +114,15 @@ class Rerankers:
         if cfg is None or not cfg.enabled:
             return None
         if cfg.provider == "local":
-            where = devices.concrete(cfg.device, f"rerank model '{cfg.model}'")
-            return {"provider": "local", "model": cfg.model, "device": where, "precision": "fp32"}
+            return local_view(
+                cfg.model, devices.concrete(cfg.device, f"rerank model '{cfg.model}'")
+            )
         return self.get(cfg).describe()
+
+
+def local_view(model: str, where: str) -> dict[str, Any]:
+    """A cross-encoder as status endpoints show it (it runs in fp32 everywhere)."""
+    return {"provider": "local", "model": model, "device": where, "precision": "fp32"}
 
 
 __all__ = ["Reranker", "RerankUnavailable", "Rerankers"]

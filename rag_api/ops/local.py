@@ -78,8 +78,7 @@ class LocalOps:
         )
 
     def collections(self, request: Nothing) -> CollectionList:
-        rows = [self.hub.describe(name) for name in self.hub.visible()]
-        return CollectionList(default_collection=self.hub.default_visible(), collections=rows)
+        return self.hub.listing()
 
     def query(self, request: OnCollection[QueryBody]) -> QueryAnswer:
         return run_query(self.hub, request.collection, request.body)

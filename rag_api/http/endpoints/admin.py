@@ -27,10 +27,7 @@ EXACT = {"response_model_exclude_unset": True}  # the keys the route built, none
 @router.get("/status", dependencies=READ, response_model=models.Status, **EXACT)
 def status(hub: HubDep, watcher: WatcherDep, collection: CollectionParam = None) -> Response:
     """The collection's state, and the folder watcher's for it when this process watches."""
-    watching = indexer_status(watcher)
-    name = hub.kb.collection(None, collection).name
-    indexer = {"running": watching["running"], **(watching["collections"].get(name) or {})}
-    return model_response(hub.kb.status(collection, indexer))
+    return model_response(hub.kb.status(collection, indexer_status(watcher)))
 
 
 @router.get("/sources", dependencies=READ, response_model=models.SourceList, **EXACT)

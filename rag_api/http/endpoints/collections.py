@@ -16,7 +16,4 @@ router = APIRouter(tags=["collections"], dependencies=[Depends(require_reader)])
 @router.get("/collections", response_model=CollectionList, response_model_exclude_unset=True)
 def list_collections(hub: HubDep) -> Response:
     """Every configured collection: its settings and what the store holds."""
-    described = [hub.describe(name) for name in hub.visible()]
-    return model_response(
-        CollectionList(default_collection=hub.default_visible(), collections=described)
-    )
+    return model_response(hub.listing())
