@@ -64,4 +64,5 @@ class Hub(Catalog):
 
     def close(self) -> None:
         self.stop()
+        self.kb.close()
         super().close()

@@ -58,6 +58,9 @@ class Settings(BaseSettings):
         default=None, ge=1, validation_alias=AliasChoices("RAG_BATCH_THREADS", "RAG_TORCH_THREADS")
     )
     query_threads: int = Field(default=1, ge=1)
+    # at most this many questions embedded in one call (rag_api/embedding/query_batches.py);
+    # 1 = each alone
+    query_batch: int = Field(default=8, ge=1, le=64)
     # how many nice levels below the queries the threads embedding writes run (indexing, upserts;
     # rag_api/embedding/batch_threads.py); 0 = the same priority
     batch_nice: int = Field(default=10, ge=0, le=19)

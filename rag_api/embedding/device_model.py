@@ -69,6 +69,9 @@ class DeviceEmbedder(Embedder):
             return path.embed(texts, query=True)
         return self.bulk.embed(texts)
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return (self.cpu if self.queries_on_cpu else self.bulk).embed_queries(texts)
+
     def dimension(self) -> int:
         return self.cpu.dimension()
 

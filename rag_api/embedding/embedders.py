@@ -15,6 +15,7 @@ import numpy as np
 
 from rag_api.config import EmbedderConfig
 from rag_api.embedding.devices import Placement, planned
+from rag_api.embedding.query_batches import QueryBatches
 from rag_api.embedding.query_vectors import QueryVectors
 from rag_api.errors import ConfigError, EmbedderUnavailable
 from rag_api.observability.metrics import EMBEDDING_LATENCY, EMBEDDINGS
@@ -43,6 +44,11 @@ class Embedder(ABC):
     @abstractmethod
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         """One normalised row per text."""
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Questions asked together (rag_api.embedding.query_batches), in one call where the
+        model takes several: on the query path, never with the writers' batches."""
+        return self.embed(texts, query=True)
 
     def dimension(self) -> int:
         """The model's real output size (probes the model with one short text)."""
@@ -90,10 +96,20 @@ class SentenceTransformerEmbedder(Embedder):
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         import torch
 
-        if query and len(texts) == 1 and self._model.default_prompt_name is None:
-            torch.set_num_threads(self.query_threads)
-            return self._forward(texts[0])
+        if query and len(texts) == 1:
+            return self.embed_queries(texts)
         torch.set_num_threads(self.bulk_threads)
+        return self._encode(texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        import torch
+
+        torch.set_num_threads(self.query_threads)
+        if self._model.default_prompt_name is None:
+            return self._forward(texts)
+        return self._encode(texts)
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
         rows = self._model.encode(
             list(texts),
             batch_size=self.batch_size,
@@ -105,13 +121,13 @@ class SentenceTransformerEmbedder(Embedder):
             return rows.astype(np.float32, copy=False)
         return _normalise(rows.astype(np.float32))  # normalised again in fp32
 
-    def _forward(self, text: str) -> np.ndarray:
-        """One text (a query, every turn) straight through the model's modules: the same vector as
+    def _forward(self, texts: Sequence[str]) -> np.ndarray:
+        """Questions (every turn) straight through the model's modules: the same vectors as
         encode() without its per-call bookkeeping (device lookups, eval(), sorting), ~1 ms of ~7."""
         import torch
 
         preprocess = getattr(self._model, "preprocess", None) or self._model.tokenize
-        features = preprocess([text])
+        features = preprocess(list(texts))
         if self.device != "cpu":
             features = {k: v.to(self.device) for k, v in features.items()}
         with torch.inference_mode():
@@ -222,6 +238,7 @@ class Embedders:
         self._dims: dict[tuple, int] = {}
         self._lock = threading.Lock()
         self._queries = QueryVectors()
+        self._batches: dict[tuple, QueryBatches] = {}
 
     def get(self, cfg: EmbedderConfig) -> Embedder:
         key = _key(cfg)
@@ -231,6 +248,9 @@ class Embedders:
                 embedder = self._embedders.get(key)
                 if embedder is None:
                     embedder = self._build(cfg)
+                    if self.settings.query_batch > 1:
+                        batches = QueryBatches(embedder.embed_queries, self.settings.query_batch)
+                        self._batches[key] = batches
                     self._embedders[key] = embedder
         return embedder
 
@@ -265,17 +285,24 @@ class Embedders:
 
     def query(self, cfg: EmbedderConfig, text: str) -> np.ndarray:
         """Embedding of one query, with the collection's query prefix (recent ones are kept:
-        rag_api.embedding.query_vectors)."""
+        rag_api.embedding.query_vectors), embedded with the questions asked beside it
+        (rag_api.embedding.query_batches)."""
         prefixed = cfg.query_prefix + text
+        key = _key(cfg)
 
         def compute() -> np.ndarray:
+            embedder = self.get(cfg)
+            batches = self._batches.get(key)
             with EMBEDDING_LATENCY.labels(cfg.provider, "query").time():
-                vector = self.get(cfg).embed([prefixed], query=True)[0]
+                if batches is None:  # RAG_QUERY_BATCH=1: each on its caller's thread, at once
+                    vector = embedder.embed_queries([prefixed])[0]
+                else:
+                    vector = batches.embed(prefixed)
             EMBEDDINGS.labels(cfg.provider, "query").inc()
             vector.setflags(write=False)  # shared by every caller that asks for it
             return vector
 
-        return self._queries.get((_key(cfg), prefixed), compute)
+        return self._queries.get((key, prefixed), compute)
 
     def placement(self, cfg: EmbedderConfig) -> Placement | None:
         """Where the embedder of `cfg` runs, once it is loaded (None before)."""

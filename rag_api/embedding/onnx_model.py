@@ -293,6 +293,9 @@ class OnnxEmbedder(Embedder):
             pass
         return out
 
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._query.embed(texts)
+
     def _bulk_session(self) -> OnnxSession:
         """Made on a worker: any thread the session starts is born at the workers' priority."""
         if self._bulk is None:

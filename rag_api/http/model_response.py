@@ -12,7 +12,7 @@ from rag_api.schema import Answer
 STREAMED = {200: {"content": {"text/event-stream": {}}}}  # the same route with `stream: true`
 
 
-def model_response(answer: Answer) -> Response:
+def model_response(answer: Answer, status_code: int = 200) -> Response:
     """`answer` as JSON: the fields that were set (absent ones stay absent, never null)."""
     body = type(answer).__pydantic_serializer__.to_json(answer, by_alias=True, exclude_unset=True)
-    return Response(body, media_type="application/json")
+    return Response(body, status_code=status_code, media_type="application/json")

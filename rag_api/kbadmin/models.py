@@ -112,7 +112,9 @@ class Reload(Routed):
 
 
 class Search(SearchFields, Routed):
-    pass
+    # answer at once (202) and do the work in the background: the same request without it then
+    # gets that work (rag_api.kbadmin.prefetch)
+    prefetch: bool = False
 
 
 class Context(Search):
@@ -166,6 +168,7 @@ class SearchResults(Answer):
     collection: str
     mode: Mode
     routing: RoutingBlock | None = None  # only from `auto`
+    cached: bool | None = None  # only when prefetched work answered
 
 
 class ContextBlock(Answer):
@@ -176,6 +179,13 @@ class ContextBlock(Answer):
     mode: Mode
     timings_ms: dict[str, float]
     routing: RoutingBlock | None = None  # only from `auto`
+    cached: bool | None = None  # only when prefetched work answered (its timings are that work's)
+
+
+class Prefetching(Answer):
+    """The acknowledgement of a prefetch (202): ask the same request without it to get the work."""
+
+    prefetching: Literal[True]
 
 
 class SourceCount(Answer):

@@ -20,6 +20,7 @@ from rag_api.kbadmin.models import (
     Context,
     ContextBlock,
     ListChunks,
+    Prefetching,
     Reload,
     Reloaded,
     Remove,
@@ -34,17 +35,20 @@ from rag_api.kbadmin.models import (
     UpsertDocument,
     Upserted,
 )
+from rag_api.kbadmin.prefetch import Prefetches
 from rag_api.points.collection import Collection
-from rag_api.routing import named, resolve
+from rag_api.routing import Target, named, resolve
 from rag_api.schema import Answer
 
 A = TypeVar("A", bound=Answer)
 R = TypeVar("R", bound=Routed)
+S = TypeVar("S", bound=Search)
 
 
 class KbAdmin:
     def __init__(self, hub: Catalog) -> None:
         self.hub = hub
+        self.prefetches = Prefetches(hub)
 
     def collection(self, in_body: str | None, in_query: str | None = None) -> Collection:
         """The collection named in the body or the query (they must agree), else the default."""
@@ -68,15 +72,34 @@ class KbAdmin:
         metadata = request.metadata if isinstance(request, ListChunks) else None
         return reads.list_chunks(kb, request, metadata)
 
-    def search(self, request: Search, collection: str | None = None) -> SearchResults:
+    def search(self, request: Search, collection: str | None = None) -> SearchResults | Prefetching:
         """Passages for the query from the collection, or from where `auto` routes it."""
-        target = resolve(self.hub, named(request.collection, collection), request.collections)
-        return reads.search_results(self.hub, target, request)
+        return self._read("search", reads.search_results, request, collection)
 
-    def context(self, request: Context, collection: str | None = None) -> ContextBlock:
+    def context(
+        self, request: Context, collection: str | None = None
+    ) -> ContextBlock | Prefetching:
         """The passages as one block for a prompt, from the collection or where `auto` routes."""
+        return self._read("context", reads.context, request, collection)
+
+    def _read(
+        self,
+        route: str,
+        read: Callable[[Catalog, Target, S], A],
+        request: S,
+        collection: str | None,
+    ) -> A | Prefetching:
+        """`read` where the request points, or its prefetched answer; with `prefetch`, started
+        in the background (rag_api.kbadmin.prefetch)."""
         target = resolve(self.hub, named(request.collection, collection), request.collections)
-        return reads.context(self.hub, target, request)
+        if request.prefetch:
+            self.prefetches.start(route, request, target, lambda: read(self.hub, target, request))
+            return Prefetching(prefetching=True)
+        kept = self.prefetches.answer(route, request, target)
+        return kept if kept is not None else read(self.hub, target, request)
+
+    def close(self) -> None:
+        self.prefetches.close()
 
     # --- writes (the caller checked the key may write), each with its audit line
 

@@ -46,6 +46,11 @@ EMBEDDING_LATENCY = Histogram(
     ["provider", "kind"],
     buckets=LATENCY_BUCKETS,
 )
+QUERY_BATCH = Histogram(
+    "rag_query_batch_size",
+    "Questions embedded in one call: those that arrived while the model was busy go together.",
+    buckets=(1, 2, 3, 4, 6, 8, 12, 16, 32),
+)
 LLM_CALLS = Counter("rag_llm_calls", "Answers asked of an LLM, by provider.", ["provider"])
 LLM_FAILURES = Counter(
     "rag_llm_failures",

@@ -99,6 +99,12 @@ class Collection:
             self._info = cached
         return cached[1]
 
+    def version(self) -> tuple:
+        """Changes whenever what a search here reads may have changed in this process: any write
+        of its points, and a switch to another stored collection or configuration (each holds the
+        points lock for writing)."""
+        return (self.cfg, self._points_lock.writes)
+
     def invalidate(self) -> None:
         self._info = None
         self._stored_embedder = None

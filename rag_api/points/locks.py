@@ -15,6 +15,7 @@ class ReadWriteLock:
         self._readers = 0
         self._writer = False
         self._writers_waiting = 0
+        self.writes = 0  # write sections ended
 
     @contextmanager
     def read(self) -> Iterator[None]:
@@ -43,4 +44,5 @@ class ReadWriteLock:
         finally:
             with self._cond:
                 self._writer = False
+                self.writes += 1
                 self._cond.notify_all()

@@ -16,6 +16,7 @@ from rag_api.http.deps import HubDep, WatcherDep, indexer_status
 from rag_api.http.hot_reads import hot
 from rag_api.http.model_response import model_response
 from rag_api.kbadmin import models
+from rag_api.schema import Answer
 
 router = APIRouter(prefix="/v1/rag", tags=["rag admin"])
 READ = [Depends(require_reader)]
@@ -50,18 +51,31 @@ def chunks_list(
     return model_response(hub.kb.chunks(body, collection))
 
 
-@router.post("/search", dependencies=READ, response_model=models.SearchResults, **EXACT)
+# `"prefetch": true` is answered 202 at once (rag_api.kbadmin.prefetch)
+PREFETCH = {202: {"model": models.Prefetching, "description": "prefetch started"}}
+
+
+@router.post(
+    "/search", dependencies=READ, response_model=models.SearchResults, responses=PREFETCH, **EXACT
+)
 @hot(lambda hub, body, _: search(body, hub))
 def search(body: models.Search, hub: HubDep, collection: CollectionParam = None) -> Response:
     """Passages for the query from the collection, or from where `auto` routes it."""
-    return model_response(hub.kb.search(body, collection))
+    return read_response(hub.kb.search(body, collection))
 
 
-@router.post("/context", dependencies=READ, response_model=models.ContextBlock, **EXACT)
+@router.post(
+    "/context", dependencies=READ, response_model=models.ContextBlock, responses=PREFETCH, **EXACT
+)
 @hot(lambda hub, body, _: context(body, hub))
 def context(body: models.Context, hub: HubDep, collection: CollectionParam = None) -> Response:
     """The passages as one block for a prompt, from the collection or from where `auto` routes."""
-    return model_response(hub.kb.context(body, collection))
+    return read_response(hub.kb.context(body, collection))
+
+
+def read_response(answer: Answer) -> Response:
+    status = 202 if isinstance(answer, models.Prefetching) else 200
+    return model_response(answer, status_code=status)
 
 
 @router.post("/chunks/update", dependencies=WRITE, response_model=models.Updated)

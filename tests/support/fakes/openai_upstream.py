@@ -56,6 +56,8 @@ class FakeOpenAI(FakeServer):
         self.chat_models = list(chat_models)
         self.embed_models = dict(embed_models or {"text-embedding-3-small": 1536})
         self.required_api_key = required_api_key
+        self.max_input_words: int | None = None  # a longer input is refused, as past a context
+        self.embed_delay = 0.0  # seconds before an embeddings answer
         self.routes = {
             ("GET", "/v1/models"): self._models,
             ("POST", "/v1/chat/completions"): self._chat,
@@ -175,6 +177,14 @@ class FakeOpenAI(FakeServer):
             raise Reject(
                 self.error(400, "input must be a string or a list of strings", param="input")
             )
+        too_long = [t for t in texts if self.max_input_words and words(t) > self.max_input_words]
+        if too_long:
+            message = (
+                f"This model's maximum context length is {self.max_input_words} tokens, however "
+                f"you requested {words(too_long[0])} tokens. Please reduce your prompt."
+            )
+            raise Reject(self.error(400, message, param="input"))
+        time.sleep(self.embed_delay)
         encoding_format = body.get("encoding_format") or "float"
         if encoding_format not in ("float", "base64"):
             raise Reject(
