@@ -4,6 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
+TEST_WORKERS ?= auto
 # torch first, pinned: the CPU build lies on disk; anything else pulls a multi-GB CUDA build.
 TORCH := torch==2.13.0
 
@@ -57,8 +58,11 @@ run: install
 	$(BIN)/rag-hub index
 	$(BIN)/rag-hub serve --watch --host $(HOST) --port $(PORT)
 
+# the suite on every core (pytest-xdist), then the tests marked serial alone: they measure CPU
+# time or need the machine to themselves; each pass prints its own time
 test: install-dev
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not serial" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m serial $(PYTEST_ARGS)
 
 lint: install-dev
 	$(BIN)/ruff format --check .

@@ -7,7 +7,7 @@ import functools
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, Literal, TypeVar
 
 import httpx
@@ -96,6 +96,19 @@ class _Api(ABC, Generic[R, M]):
     ) -> R:
         """POST /v1/rag/context: {"block", "results", "injected"}."""
         return self.request(self._context(query, top_k, threshold, language, filters), timeout)
+
+    def prefetch(
+        self,
+        query: str,
+        top_k: int | None = None,
+        threshold: float | None = None,
+        language: str | None = None,
+        filters: Mapping[str, Any] | None = None,
+    ) -> R:
+        """POST /v1/rag/context with `"prefetch": true` (202, the work goes on in the hub): the
+        same context() or inject() soon after answers from it (docs/voice-admin.md)."""
+        call = self._context(query, top_k, threshold, language, filters)
+        return self.request(replace(call, json={**(call.json or {}), "prefetch": True}))
 
     def add_document(self, text: str, source: str | None = None, **fields: Any) -> R:
         """POST /v1/rag/add/document (metadata, persist, dynamic as keywords)."""

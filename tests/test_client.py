@@ -68,6 +68,13 @@ def test_calls_round_trip(hub: LiveServer) -> None:
         assert (missing.value.status, missing.value.code) == (404, "COLLECTION_NOT_FOUND")
 
 
+def test_a_prefetched_turn_is_answered_from_the_prefetch(hub: LiveServer) -> None:
+    with RagClient(hub.url, api_key="reader", collection="soporte") as client:
+        assert client.prefetch("¿Cuántos días para pedir un reembolso?") == {"prefetching": True}
+        assert client.context("¿Cuántos días para pedir un reembolso?")["cached"] is True
+        assert "cached" not in client.context("¿Y para cambiar el pedido?")
+
+
 def test_inject_as_system_and_as_user(hub: LiveServer, caplog: pytest.LogCaptureFixture) -> None:
     reader = RagClient(hub.url, api_key="reader")
     with reader as client, caplog.at_level(logging.INFO, "rag_api.client"):

@@ -6,6 +6,7 @@ import math
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,9 +30,12 @@ class Pending:
     """Paths that changed, each released once no event touched it for `quiet_s` and its size and
     mtime held still over that time (a writer that is still going is not read half-way)."""
 
-    def __init__(self, root: Path, quiet_s: float) -> None:
+    def __init__(
+        self, root: Path, quiet_s: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.root = root
         self.quiet_s = quiet_s
+        self.clock = clock
         self._changed: dict[str, tuple[float, Stamp]] = {}  # rel -> (last event, stamp then)
         self._renames: dict[str, str] = {}
         self._reconcile_at: float | None = None
@@ -41,7 +45,7 @@ class Pending:
         """A file was created, written, deleted or had its attributes changed."""
         stamp = file_stamp(self.root / rel)
         with self._lock:
-            self._changed[rel] = (_now(now), stamp)
+            self._changed[rel] = (self._now(now), stamp)
 
     def moved(self, src: str, dest: str, now: float | None = None) -> None:
         """A file was renamed: its chunks follow it, reusing their vectors."""
@@ -54,14 +58,14 @@ class Pending:
 
     def request_reconcile(self, at_once: bool = False, now: float | None = None) -> None:
         """Compare the whole folder with the collection: at once, or when directory events settle."""
-        at = -math.inf if at_once else _now(now)
+        at = -math.inf if at_once else self._now(now)
         with self._lock:
             if at_once or self._reconcile_at != -math.inf:  # a settling request waits longer
                 self._reconcile_at = at
 
     def take(self, now: float | None = None) -> Work:
         """Remove and return what is due."""
-        now = _now(now)
+        now = self._now(now)
         work = Work()
         with self._lock:
             quiet = [rel for rel, (at, _) in self._changed.items() if now - at >= self.quiet_s]
@@ -120,6 +124,9 @@ class Pending:
         with self._lock:
             return len(self._changed)
 
+    def _now(self, now: float | None) -> float:
+        return self.clock() if now is None else now
+
     @property
     def reconcile_queued(self) -> bool:
         return self._reconcile_at is not None
@@ -132,7 +139,3 @@ def file_stamp(path: Path) -> Stamp:
     except OSError:
         return None
     return info.st_size, info.st_mtime_ns
-
-
-def _now(now: float | None) -> float:
-    return time.monotonic() if now is None else now

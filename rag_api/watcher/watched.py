@@ -6,6 +6,7 @@ import logging
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -34,12 +35,14 @@ COUNTERS = (
 class CollectionState:
     """One watched collection. The worker thread writes it; status() may be read from any thread."""
 
-    def __init__(self, collection: Collection, quiet_s: float) -> None:
+    def __init__(
+        self, collection: Collection, quiet_s: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         assert collection.kb_path is not None
         self.collection = collection
         self.root: Path = collection.kb_path
         self.quiet_s = quiet_s
-        self.pending = Pending(self.root, quiet_s)
+        self.pending = Pending(self.root, quiet_s, clock)
         self.watching: bool | None = None  # None: not looked at yet
         self.busy = False  # a sync is running
         self.next_rescan = 0.0

@@ -6,6 +6,7 @@ import logging
 import threading
 import time
 import warnings
+from collections.abc import Callable
 
 from watchdog.observers import Observer
 from watchdog.observers.api import ObservedWatch
@@ -41,15 +42,17 @@ class Watcher:
         rescan_s: float | None = None,
         max_bytes: int | None = None,
         retry_max_s: float = RETRY_MAX_S,
+        clock: Callable[[], float] = time.monotonic,  # when changes are quiet (tests move it)
     ) -> None:
         settings = hub.settings
+        self.clock = clock
         self.hub = hub
         self.debounce_s = settings.watch_debounce_s if debounce_s is None else debounce_s
         self.rescan_s = settings.watch_rescan_s if rescan_s is None else rescan_s
         self.max_bytes = settings.max_file_bytes if max_bytes is None else max_bytes
         self.retry_max_s = retry_max_s
         self.states = {
-            name: CollectionState(collection, self.debounce_s)
+            name: CollectionState(collection, self.debounce_s, clock)
             for name, collection in hub.collections.items()
             if collection.cfg.enabled and collection.kb_path is not None
         }
@@ -64,10 +67,10 @@ class Watcher:
         """Watch the folders, then reconcile each collection in the background."""
         self._observer.start()
         for state in self.states.values():
-            self._handlers[state.name] = FolderEvents(state.root, state.pending, self._wake.set)
+            self._handlers[state.name] = FolderEvents(state.root, state.pending, self.wake)
             self._ensure_watch(state)
             state.pending.request_reconcile(at_once=True)
-            state.next_rescan = time.monotonic() + self.rescan_s
+            state.next_rescan = self.clock() + self.rescan_s
         self._thread.start()
         log.info(
             "watching %d collections (debounce %.1f s, rescan every %s)",
@@ -86,6 +89,10 @@ class Watcher:
         if self._observer.is_alive():
             self._observer.stop()
             self._observer.join(timeout)
+
+    def wake(self) -> None:
+        """Look at the queues now (the worker otherwise sleeps until the next one is due)."""
+        self._wake.set()
 
     def status(self) -> dict:
         """Plain data: settings, and per collection files, queue, last sync, last error, counters."""
@@ -118,7 +125,7 @@ class Watcher:
             self._wake.clear()
 
     def _tick(self, state: CollectionState) -> None:
-        now = time.monotonic()
+        now = self.clock()
         if self.rescan_s and now >= state.next_rescan:
             state.next_rescan = now + self.rescan_s
             self._ensure_watch(state)
@@ -172,7 +179,7 @@ class Watcher:
             )
 
     def _sleep_s(self) -> float:
-        now = time.monotonic()
+        now = self.clock()
         deadlines = [now + MAX_SLEEP_S]
         for state in self.states.values():
             if self.rescan_s:

@@ -22,6 +22,8 @@ from rag_api.settings import Settings
 from tests.conftest import wait_for
 from tests.support.threads import blocked_at
 
+pytestmark = pytest.mark.serial  # it reads threads' CPU time: the machine alone
+
 STEPS = 5  # room below the usual test priorities (0, or 10 under `nice`)
 MINILM = EmbedderConfig(
     provider="sentence-transformers", model="all-MiniLM-L6-v2", dim=384, batch_size=2

