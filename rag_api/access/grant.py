@@ -46,6 +46,7 @@ OPEN = Principal("open", "no key set", frozenset({EVERY}), frozenset({EVERY}), a
 class Grant:
     principal: Principal
     op: Op
+    route: str | None = None  # what the request called ("POST /v1/ops/drop-old"), for the audit
 
 
 current: ContextVar[Grant | None] = ContextVar("rag_grant", default=None)
@@ -58,15 +59,23 @@ def allowed(collection: str, op: Op | None = None) -> bool:
 
 
 def audit(action: str, where: str, **changed: Any) -> None:
-    """One line for a write: who (key id and name, never the secret), what, where."""
+    """One line for a write: who (key id and name, never the secret), through which route, what,
+    where."""
     grant = current.get()
     who = f"{grant.principal.id} ({grant.principal.name})" if grant else "local"
+    route = grant.route if grant else None
     details = " ".join(f"{key}={value}" for key, value in changed.items())
     audit_log.info(
-        "%s %s on %s %s",
+        "%s%s %s on %s %s",
         who,
+        f" {route}:" if route else "",
         action,
         where,
         details,
-        extra={"key_id": grant.principal.id if grant else None, "action": action},
+        extra={
+            "key_id": grant.principal.id if grant else None,
+            "action": action,
+            "route": route,
+            "collection": where,
+        },
     )

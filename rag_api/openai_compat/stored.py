@@ -81,10 +81,11 @@ class ResponseStore:
             )
         return stored
 
-    def delete(self, response_id: str) -> None:
-        """Forget a response (ResponseNotFound as `find`)."""
-        self.find(response_id)
+    def delete(self, response_id: str) -> StoredResponse:
+        """Forget a response and return it (ResponseNotFound as `find`)."""
+        stored = self.find(response_id)
         (self.folder / f"{response_id}.json").unlink(missing_ok=True)
+        return stored
 
     def _read(self, response_id: str) -> StoredResponse | None:
         if not RESPONSE_ID.fullmatch(response_id):

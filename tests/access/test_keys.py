@@ -109,7 +109,7 @@ def test_each_write_logs_who_did_what(world, make_settings, serve, caplog) -> No
     assert added.status_code == 200, added.text
     line = wait_for(lambda: [r.getMessage() for r in caplog.records if r.name == "rag_api.audit"])
     assert line == [
-        f"{key.id} (nightly feed) add/document on docs added=1 sources=['crm/42'] total_after=1"
+        f"{key.id} (nightly feed) POST /v1/rag/add/document: add/document on docs added=1 sources=['crm/42'] total_after=1"
     ]
     assert secret not in line[0]
 
