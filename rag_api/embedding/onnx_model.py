@@ -210,6 +210,10 @@ class OnnxSession:
         )
         self._inputs = manifest["inputs"]
 
+    def count_tokens(self, texts: Sequence[str]) -> int:
+        """The tokens the model reads for `texts`, padding left out."""
+        return sum(sum(e.attention_mask) for e in self._tokenizer.encode_batch(list(texts)))
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         encodings = self._tokenizer.encode_batch(list(texts))
         columns = {
@@ -292,6 +296,9 @@ class OnnxEmbedder(Embedder):
         for _ in self._workers.map(run, calls(texts, self.batch_size)):  # re-raises an error here
             pass
         return out
+
+    def count_tokens(self, texts: Sequence[str], *, query: bool = False) -> int | None:
+        return self._query.count_tokens(texts)
 
     def _bulk_session(self) -> OnnxSession:
         """Made on a worker: any thread the session starts is born at the workers' priority."""
