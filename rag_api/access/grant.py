@@ -19,13 +19,15 @@ audit_log = logging.getLogger("rag_api.audit")
 @dataclass(frozen=True)
 class Principal:
     """Who a key is, and what it may do: `read` / `write` name collections (or `*`: every one),
-    `admin` the operations (migrate, check --repair, the indexer's status)."""
+    `admin` the operations (migrate, check --repair, the indexer's status), `metrics` scrape
+    /metrics (the series of collections it cannot read left out)."""
 
     id: str
     name: str
     read: frozenset[str] = frozenset()
     write: frozenset[str] = frozenset()
     admin: bool = False
+    metrics: bool = False
 
     def may(self, op: Op, collection: str) -> bool:
         """A writer may also read what it writes."""
