@@ -84,6 +84,23 @@ USAGE_NULL = (
     "tests/openai_compat/test_openai_api.py::"
     "test_with_include_usage_every_chunk_before_the_usage_one_has_usage_null"
 )
+CAPPED = (
+    "tests/openai_compat/upstream/test_client_params.py::"
+    "test_a_client_token_limit_is_lowered_to_the_collections_never_raised"
+)
+FIXED = (
+    "tests/openai_compat/upstream/test_client_params.py::"
+    "test_a_fixed_parameter_is_replaced_by_the_collections_value"
+)
+REFUSED = "tests/openai_compat/upstream/test_client_params.py::test_a_refused_parameter_is_a_400_naming_it"
+METRICS_HIDDEN = (
+    "tests/access/test_metrics_scope.py::"
+    "test_a_metrics_key_sees_only_the_series_of_collections_it_reads"
+)
+NO_SCAN = (
+    "tests/openai_compat/upstream/test_responses_stored.py::"
+    "test_saves_never_scan_the_folder_and_a_restart_reads_it_once"
+)
 MARGINS = (
     "tests/llm/test_extractive.py::"
     "test_a_second_sentence_from_another_passage_needs_the_closer_score"
@@ -232,6 +249,49 @@ MUTANTS = [
         "within = SECOND_WITHIN if other.n == best.n else OTHER_WITHIN",
         "within = OTHER_WITHIN if other.n == best.n else SECOND_WITHIN",
         (MARGINS,),
+    ),
+    # the decisions this round added: each must be caught too
+    Mutant(
+        "the audit line names no route",
+        "rag_api/access/grant.py",
+        'f" {route}:" if route else ""',
+        '""',
+        (AUDITED,),
+    ),
+    Mutant(
+        "a client's token limit raises the collection's",
+        "rag_api/answering/client_params.py",
+        "min(max_tokens, llm.max_tokens)",
+        "max(max_tokens, llm.max_tokens)",
+        (CAPPED,),
+    ),
+    Mutant(
+        "a fixed temperature goes through as the client sent it",
+        "rag_api/answering/client_params.py",
+        'if temperature is None or rules.temperature != "allow":',
+        "if temperature is None:",
+        (FIXED,),
+    ),
+    Mutant(
+        "a refused parameter is let through",
+        "rag_api/answering/client_params.py",
+        'getattr(rules, name) == "refuse"',
+        'getattr(rules, name) == "refused"',
+        (REFUSED,),
+    ),
+    Mutant(
+        "a metrics key sees every collection's series",
+        "rag_api/http/endpoints/watcher.py",
+        'else partial(principal.may, "read")',
+        "else None",
+        (METRICS_HIDDEN,),
+    ),
+    Mutant(
+        "stored responses read the folder on every save",
+        "rag_api/openai_compat/stored.py",
+        "        if self._index is None:\n            found = []",
+        "        if True:\n            found = []",
+        (NO_SCAN,),
     ),
 ]
 
