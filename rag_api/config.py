@@ -189,14 +189,31 @@ class LLMTimeouts(Strict):
     total: Annotated[float, Field(gt=0, le=86_400)] = 300.0
 
 
+ParamRule = Literal["allow", "fix", "refuse"]
+
+
+class ClientParams(Strict):
+    """What a client may set of each generation parameter: `allow` (as sent), `fix` (what it
+    sends is ignored: the llm block's temperature, the LLM's own default for the others) or
+    `refuse` (400 naming it). The token limit is always capped at the llm block's `max_tokens`."""
+
+    temperature: ParamRule = "allow"
+    top_p: ParamRule = "allow"
+    seed: ParamRule = "allow"
+    stop: ParamRule = "allow"
+    presence_penalty: ParamRule = "allow"
+    frequency_penalty: ParamRule = "allow"
+
+
 class LLMConfig(Strict):
     provider: Annotated[str, LLMS] = "extractive"
     model: str | None = None
     base_url: str | None = None
     api_key_env: str | None = None
     temperature: Annotated[float, Field(ge=0.0, le=2.0)] = 0.2
-    max_tokens: Annotated[int, Field(gt=0)] | None = None
+    max_tokens: Annotated[int, Field(gt=0)] | None = None  # also the cap on a client's limit
     timeouts: LLMTimeouts = LLMTimeouts()
+    client_params: ClientParams = ClientParams()
 
     @model_validator(mode="before")
     @classmethod

@@ -42,6 +42,9 @@ class Settings(BaseSettings):
     ollama_url: str = Field(default_factory=_default_ollama_url)
     api_key: str | None = None
     admin_api_key: str | None = None
+    # the key `rag-hub` sends to a running server (RAG_KEY, --key): a scoped key, say; unset,
+    # RAG_ADMIN_API_KEY for operations and RAG_API_KEY (else the admin key) for reads
+    key: str | None = None
     keys_file: Path | None = None  # scoped keys (`rag-hub keys`); default: data_dir/keys.json
     # bad keys one client may send within a minute before it is refused (429) for the rest of it
     auth_failures: int = Field(default=10, gt=0)
@@ -118,7 +121,9 @@ class Settings(BaseSettings):
                 log.warning("%s is deprecated (%s): set %s instead", old, used, new)
         return self
 
-    @field_validator("qdrant_url", "qdrant_api_key", "api_key", "admin_api_key", mode="before")
+    @field_validator(
+        "qdrant_url", "qdrant_api_key", "api_key", "admin_api_key", "key", mode="before"
+    )
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value

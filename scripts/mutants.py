@@ -26,7 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PYTHON = ROOT / ".venv" / "bin" / "python"
+# the checkout's .venv; a worktree without one runs with the interpreter that runs this script
+VENV_PYTHON = ROOT / ".venv" / "bin" / "python"
+PYTHON = VENV_PYTHON if VENV_PYTHON.exists() else Path(sys.executable)
 TIMEOUT_S = 600
 
 
@@ -56,6 +58,53 @@ MIGRATE_GATE = (
 )
 TWO_RECONCILES = "tests/indexing/test_sync.py::test_two_reconciles_at_once_embed_a_new_file_once"
 SAVE_BURST = "tests/watcher/test_watcher.py::test_save_burst_is_indexed_once_when_quiet"
+ROTATED = "tests/access/test_keys.py::test_a_rotated_secret_seen_before_stops_when_its_grace_ends"
+THROTTLE = (
+    "tests/access/test_keys.py::test_valid_scoped_keys_never_count_toward_the_failed_attempt_limit"
+)
+AUDITED = (
+    "tests/access/test_audit.py::"
+    "test_each_write_route_logs_one_audit_line_naming_route_key_and_collection"
+)
+EXTRA_VERIFIED = (
+    "tests/ops/backup/test_backup.py::test_a_changed_or_missing_file_under_extra_is_refused"
+)
+ONE_PER_STAMP = (
+    "tests/ops/backup/test_backup_retention.py::"
+    "test_of_two_backups_in_one_second_only_the_newer_is_kept"
+)
+SWEPT = (
+    "tests/openai_compat/upstream/test_responses_stored.py::"
+    "test_an_expired_response_is_swept_from_disk_by_the_next_save"
+)
+N_REFUSED = (
+    "tests/openai_compat/upstream/test_openai_parameters.py::test_n_other_than_one_is_refused"
+)
+USAGE_NULL = (
+    "tests/openai_compat/test_openai_api.py::"
+    "test_with_include_usage_every_chunk_before_the_usage_one_has_usage_null"
+)
+CAPPED = (
+    "tests/openai_compat/upstream/test_client_params.py::"
+    "test_a_client_token_limit_is_lowered_to_the_collections_never_raised"
+)
+FIXED = (
+    "tests/openai_compat/upstream/test_client_params.py::"
+    "test_a_fixed_parameter_is_replaced_by_the_collections_value"
+)
+REFUSED = "tests/openai_compat/upstream/test_client_params.py::test_a_refused_parameter_is_a_400_naming_it"
+METRICS_HIDDEN = (
+    "tests/access/test_metrics_scope.py::"
+    "test_a_metrics_key_sees_only_the_series_of_collections_it_reads"
+)
+NO_SCAN = (
+    "tests/openai_compat/upstream/test_responses_stored.py::"
+    "test_saves_never_scan_the_folder_and_a_restart_reads_it_once"
+)
+MARGINS = (
+    "tests/llm/test_extractive.py::"
+    "test_a_second_sentence_from_another_passage_needs_the_closer_score"
+)
 
 MUTANTS = [
     Mutant(
@@ -136,6 +185,113 @@ MUTANTS = [
         "CollectionState(collection, self.debounce_s)",
         "CollectionState(collection, 0.0)",
         (SAVE_BURST,),
+    ),
+    # issue 48: behaviours of the access scopes, backups, stored responses and the OpenAI fields
+    Mutant(
+        "a rotated secret once cached outlives its grace",
+        "rag_api/access/keyring.py",
+        "if key is None or known is None or not key.live(at) or known[1] not in key.hashes(at):",
+        "if key is None or known is None or not key.live(at):",
+        (ROTATED,),
+    ),
+    Mutant(
+        "valid scoped keys count toward the failed-attempt limit",
+        "rag_api/access/keyring.py",
+        "        if found is None:\n            self._failed(client)",
+        "        self._failed(client)",
+        (THROTTLE,),
+    ),
+    Mutant(
+        "deleting a file through the API writes no audit line",
+        "rag_api/http/endpoints/uploads.py",
+        '    audit("delete file", collection, path=path, chunks_removed=deleted["chunks_removed"])',
+        "    pass",
+        (AUDITED,),
+    ),
+    Mutant(
+        "the files under a backup's extra/ are not verified",
+        "rag_api/ops/backup/file_format.py",
+        'files.update({f"{EXTRA}/{rel}": entry for rel, entry in manifest.get("extra", {}).items()})',
+        "pass",
+        (EXTRA_VERIFIED,),
+    ),
+    Mutant(
+        "retention keeps every backup of one timestamp",
+        "rag_api/ops/backup/retention.py",
+        "(backup.taken in keep and by_stamp[backup.taken] is backup)",
+        "(backup.taken in keep)",
+        (ONE_PER_STAMP,),
+    ),
+    Mutant(
+        "expired stored responses are never swept from disk",
+        "rag_api/openai_compat/stored.py",
+        "if len(index) <= self.max_count and at >= expired:",
+        "if len(index) <= self.max_count:",
+        (SWEPT,),
+    ),
+    Mutant(
+        "n: 0 is accepted",
+        "rag_api/openai_compat/models.py",
+        "if value is not None and value != 1:",
+        "if value is not None and value > 1:",
+        (N_REFUSED,),
+    ),
+    Mutant(
+        "with include_usage the content chunks lack usage: null",
+        "rag_api/openai_compat/chat.py",
+        '{"usage": None} if include_usage else {}',
+        "{}",
+        (USAGE_NULL,),
+    ),
+    Mutant(
+        "the two margins of a second quoted sentence swapped",
+        "rag_api/llm/extractive.py",
+        "within = SECOND_WITHIN if other.n == best.n else OTHER_WITHIN",
+        "within = OTHER_WITHIN if other.n == best.n else SECOND_WITHIN",
+        (MARGINS,),
+    ),
+    # the decisions this round added: each must be caught too
+    Mutant(
+        "the audit line names no route",
+        "rag_api/access/grant.py",
+        'f" {route}:" if route else ""',
+        '""',
+        (AUDITED,),
+    ),
+    Mutant(
+        "a client's token limit raises the collection's",
+        "rag_api/answering/client_params.py",
+        "min(max_tokens, llm.max_tokens)",
+        "max(max_tokens, llm.max_tokens)",
+        (CAPPED,),
+    ),
+    Mutant(
+        "a fixed temperature goes through as the client sent it",
+        "rag_api/answering/client_params.py",
+        'if temperature is None or rules.temperature != "allow":',
+        "if temperature is None:",
+        (FIXED,),
+    ),
+    Mutant(
+        "a refused parameter is let through",
+        "rag_api/answering/client_params.py",
+        'getattr(rules, name) == "refuse"',
+        'getattr(rules, name) == "refused"',
+        (REFUSED,),
+    ),
+    Mutant(
+        "a metrics key sees every collection's series",
+        "rag_api/http/endpoints/watcher.py",
+        'else partial(principal.may, "read")',
+        "else None",
+        (METRICS_HIDDEN,),
+    ),
+    Mutant(
+        "stored responses read the folder on every save",
+        "rag_api/openai_compat/stored.py",
+        "        if self._index is None:\n            found = []",
+        "        if True:\n            found = []",
+        (NO_SCAN,),
     ),
 ]
 

@@ -56,6 +56,14 @@ def test_missing_file_says_how_to_point_at_it(tmp_path: Path) -> None:
             r"collection 'docs': llm: provider 'ollama' needs a model",
         ),
         ({"surprise": True}, r"collection 'docs': surprise: Extra inputs"),
+        (
+            {"llm": {"client_params": {"temprature": "fix"}}},
+            r"collection 'docs': llm\.client_params\.temprature: Extra inputs",
+        ),
+        (
+            {"llm": {"client_params": {"seed": "drop"}}},
+            r"collection 'docs': llm\.client_params\.seed: Input should be 'allow', 'fix' or",
+        ),
     ],
 )
 def test_errors_name_collection_and_key(entry: dict, expected: str) -> None:

@@ -19,13 +19,15 @@ audit_log = logging.getLogger("rag_api.audit")
 @dataclass(frozen=True)
 class Principal:
     """Who a key is, and what it may do: `read` / `write` name collections (or `*`: every one),
-    `admin` the operations (migrate, check --repair, the indexer's status)."""
+    `admin` the operations (migrate, check --repair, the indexer's status), `metrics` scrape
+    /metrics (the series of collections it cannot read left out)."""
 
     id: str
     name: str
     read: frozenset[str] = frozenset()
     write: frozenset[str] = frozenset()
     admin: bool = False
+    metrics: bool = False
 
     def may(self, op: Op, collection: str) -> bool:
         """A writer may also read what it writes."""
@@ -46,6 +48,7 @@ OPEN = Principal("open", "no key set", frozenset({EVERY}), frozenset({EVERY}), a
 class Grant:
     principal: Principal
     op: Op
+    route: str | None = None  # what the request called ("POST /v1/ops/drop-old"), for the audit
 
 
 current: ContextVar[Grant | None] = ContextVar("rag_grant", default=None)
@@ -58,15 +61,23 @@ def allowed(collection: str, op: Op | None = None) -> bool:
 
 
 def audit(action: str, where: str, **changed: Any) -> None:
-    """One line for a write: who (key id and name, never the secret), what, where."""
+    """One line for a write: who (key id and name, never the secret), through which route, what,
+    where."""
     grant = current.get()
     who = f"{grant.principal.id} ({grant.principal.name})" if grant else "local"
+    route = grant.route if grant else None
     details = " ".join(f"{key}={value}" for key, value in changed.items())
     audit_log.info(
-        "%s %s on %s %s",
+        "%s%s %s on %s %s",
         who,
+        f" {route}:" if route else "",
         action,
         where,
         details,
-        extra={"key_id": grant.principal.id if grant else None, "action": action},
+        extra={
+            "key_id": grant.principal.id if grant else None,
+            "action": action,
+            "route": route,
+            "collection": where,
+        },
     )

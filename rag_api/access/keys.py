@@ -67,10 +67,16 @@ class Key:
     revoked: str | None = None
     previous_hash: str | None = None  # the secret before `rotate`, valid until previous_until
     previous_until: str | None = None
+    metrics: bool = False  # may scrape /metrics
 
     def principal(self) -> Principal:
         return Principal(
-            self.id, self.name, frozenset(self.read), frozenset(self.write), self.admin
+            self.id,
+            self.name,
+            frozenset(self.read),
+            frozenset(self.write),
+            self.admin,
+            self.metrics,
         )
 
     def live(self, at: datetime) -> bool:
@@ -137,10 +143,11 @@ class KeysFile:
         write: list[str],
         admin: bool = False,
         expires: timedelta | None = None,
+        metrics: bool = False,
     ) -> tuple[Key, str]:
         """A new key and its secret (shown once: only its hash is kept)."""
-        if not (read or write or admin):
-            raise InvalidRequest("a key needs a scope: --read, --write or --admin")
+        if not (read or write or admin or metrics):
+            raise InvalidRequest("a key needs a scope: --read, --write, --admin or --metrics")
         keys = self.load()
         key_id = secrets.token_hex(4)
         secret = f"{PREFIX}{key_id}_{secrets.token_urlsafe(24)}"
@@ -154,6 +161,7 @@ class KeysFile:
             admin,
             created.isoformat(),
             (created + expires).isoformat() if expires else None,
+            metrics=metrics,
         )
         self.save([*keys, key])
         return key, secret

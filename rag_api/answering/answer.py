@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
+from rag_api.answering.client_params import limited
 from rag_api.errors import LLMUnavailable
 from rag_api.llm.extractive import extractive_answer
 from rag_api.llm.generators import (
@@ -167,15 +168,12 @@ def _generate(
     cfg = collection.cfg
     generator = generators.get(cfg.llm)
     assert generator is not None, "an LLM is configured"
-    generation = Generation(generator.name, generator.model, options=options or Options())
-    LLM_CALLS.labels(generator.name).inc()
-    upstream = generators.stream(
-        cfg.llm,
-        messages,
-        generation,
-        cfg.llm.temperature if temperature is None else temperature,
-        max_tokens or cfg.llm.max_tokens,
+    temperature, max_tokens, options = limited(
+        cfg.llm, temperature, max_tokens, options or Options()
     )
+    generation = Generation(generator.name, generator.model, options=options)
+    LLM_CALLS.labels(generator.name).inc()
+    upstream = generators.stream(cfg.llm, messages, generation, temperature, max_tokens)
     try:
         first = next(upstream, "")
     except LLMUnavailable as exc:

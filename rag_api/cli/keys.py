@@ -23,6 +23,11 @@ def keys() -> None:
 @click.option("--read", "read", help="Collections it may read: a,b or * (every one).")
 @click.option("--write", "write", help="Collections it may change (and read): a,b or *.")
 @click.option("--admin", is_flag=True, help="Operations: migrate, check --repair, indexer status.")
+@click.option(
+    "--metrics",
+    is_flag=True,
+    help="May scrape /metrics (collections it cannot read are left out).",
+)
 @click.option("--expires", help="Lifetime, such as 90d, 12h or 30m (default: none).")
 @click.pass_obj
 @domain_errors
@@ -32,12 +37,13 @@ def create(
     read: str | None,
     write: str | None,
     admin: bool,
+    metrics: bool,
     expires: str | None,
 ) -> None:
     """Create a key and print its secret, once: only a hash of it is kept."""
     lifetime = parse_duration(expires) if expires else None
     key, secret = KeysFile(settings.keys_path).create(
-        name, scope(read), scope(write), admin, lifetime
+        name, scope(read), scope(write), admin, lifetime, metrics
     )
     click.echo(f"created key {key.id} ({name}); its secret, shown only now:")
     click.echo(secret)
@@ -62,7 +68,8 @@ def list_keys(settings: Settings, as_json: bool) -> None:
         )
         scopes = f"read={','.join(row['read']) or '-'} write={','.join(row['write']) or '-'}"
         click.echo(
-            f"{row['id']}  {row['name']}  {scopes}{' admin' if row['admin'] else ''}  "
+            f"{row['id']}  {row['name']}  {scopes}{' admin' if row['admin'] else ''}"
+            f"{' metrics' if row['metrics'] else ''}  "
             f"{state}  last used {row['last_used'] or 'never'}"
         )
     if not rows:

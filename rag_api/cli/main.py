@@ -42,11 +42,21 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
     envvar="RAG_DATA_DIR",
     help="Where the embedded store lives [env RAG_DATA_DIR; default ./data]",
 )
+@click.option(
+    "--key",
+    envvar="RAG_KEY",
+    help="The bearer key sent to a running server, such as a scoped key [env RAG_KEY; default "
+    "RAG_ADMIN_API_KEY for operations, RAG_API_KEY for reads]",
+)
 @click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
 @click.pass_context
-def cli(ctx: click.Context, config: Path | None, data_dir: Path | None, verbose: int) -> None:
+def cli(
+    ctx: click.Context, config: Path | None, data_dir: Path | None, key: str | None, verbose: int
+) -> None:
     """RAG Hub: knowledge bases from folders of documents, answered from Qdrant."""
     overrides: dict[str, Any] = {}
+    if key is not None:
+        overrides["key"] = key
     if config is not None:
         overrides["config"] = config
     if data_dir is not None:

@@ -12,7 +12,9 @@ from rag_api.settings import Settings
 
 @click.command("mcp")
 @click.option("--url", envvar="RAG_URL", help="A running hub's base URL (default: this store's).")
-@click.option("--key", envvar="RAG_KEY", help="The bearer key to use (default: RAG_API_KEY).")
+@click.option(
+    "--key", help="The bearer key to use (default: rag-hub's --key, RAG_KEY, RAG_API_KEY)."
+)
 @click.pass_obj
 @domain_errors
 def mcp_command(settings: Settings, url: str | None, key: str | None) -> None:
@@ -27,7 +29,7 @@ def mcp_command(settings: Settings, url: str | None, key: str | None) -> None:
 
     server = OpsClient(settings, admin=False)
     if url or server.answers():
-        relay((url or server.url).rstrip("/") + "/mcp", key or settings.api_key)
+        relay((url or server.url).rstrip("/") + "/mcp", key or settings.key or settings.api_key)
         return
     hub = Hub.open(settings)
     try:

@@ -1,5 +1,6 @@
 """The CLI's way into a running server (where it recorded it listens, else RAG_HOST, RAG_PORT):
-/v1/ops with RAG_ADMIN_API_KEY, and the reads with RAG_API_KEY. Generic over the operations that
+/v1/ops with RAG_ADMIN_API_KEY, and the reads with RAG_API_KEY; RAG_KEY (or `--key`) for both
+when set. Generic over the operations that
 rag_api.ops.interface declares: a new one needs nothing here."""
 
 from __future__ import annotations
@@ -39,7 +40,9 @@ class OpsClient:
         # the address the server recorded beside the store's lock, else RAG_HOST / RAG_PORT
         self.url = recorded_url(settings) or server_url(settings)
         self.where = f"the rag-hub server at {self.url}"
-        key = settings.admin_api_key if admin else settings.api_key or settings.admin_api_key
+        key = settings.key or (
+            settings.admin_api_key if admin else settings.api_key or settings.admin_api_key
+        )
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._http = httpx.Client(
             base_url=self.url, headers=headers, timeout=httpx.Timeout(LONG, connect=5.0)

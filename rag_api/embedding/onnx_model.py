@@ -210,6 +210,10 @@ class OnnxSession:
         )
         self._inputs = manifest["inputs"]
 
+    def count_tokens(self, texts: Sequence[str]) -> int:
+        """The tokens the model reads for `texts`, padding left out."""
+        return sum(sum(e.attention_mask) for e in self._tokenizer.encode_batch(list(texts)))
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         encodings = self._tokenizer.encode_batch(list(texts))
         columns = {
@@ -295,6 +299,9 @@ class OnnxEmbedder(Embedder):
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._query.embed(texts)
+
+    def count_tokens(self, texts: Sequence[str], *, query: bool = False) -> int | None:
+        return self._query.count_tokens(texts)
 
     def _bulk_session(self) -> OnnxSession:
         """Made on a worker: any thread the session starts is born at the workers' priority."""

@@ -76,7 +76,15 @@ def authorize(request: Request, principal: Principal | None, op: Op, admin: bool
         if not principal.may("read", name):
             raise CollectionNotFound(name)
         raise Forbidden(f"this key may read '{name}' but not change it")
-    current.set(Grant(principal, op))
+    current.set(Grant(principal, op, route_of(request)))
+
+
+def route_of(request: Request) -> str | None:
+    """The method and path template of the route serving `request` ("DELETE
+    /v1/responses/{response_id}"), once routed."""
+    route = request.scope.get("route")
+    path = getattr(route, "path", None)
+    return f"{request.method} {path}" if path else None
 
 
 def _router(request: Request) -> str | None:

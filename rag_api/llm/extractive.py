@@ -108,16 +108,20 @@ def select(
     score(question, candidates, encoder)
     ranked = sorted(candidates, key=lambda c: (-c.score, c.n, c.position))
     best = ranked[0]
-    chosen = [best]
-    for other in ranked[1:2]:
-        within = SECOND_WITHIN if other.n == best.n else OTHER_WITHIN
-        if (
-            other.score >= best.score - within
-            and len(best.text) + len(other.text) <= SECOND_MAX_CHARS
-        ):
-            if other.text not in best.text and best.text not in other.text:
-                chosen.append(other)
+    chosen = [best, *(other for other in ranked[1:2] if quotes_second(best, other))]
     return sorted(chosen, key=lambda c: (c.n, c.position))
+
+
+def quotes_second(best: Candidate, other: Candidate) -> bool:
+    """Whether `other` is quoted beside `best`: it scores within SECOND_WITHIN of it from the same
+    passage (OTHER_WITHIN from another), both fit in SECOND_MAX_CHARS, and neither holds the other."""
+    within = SECOND_WITHIN if other.n == best.n else OTHER_WITHIN
+    return (
+        other.score >= best.score - within
+        and len(best.text) + len(other.text) <= SECOND_MAX_CHARS
+        and other.text not in best.text
+        and best.text not in other.text
+    )
 
 
 def candidates_of(passages: Sequence[Cited]) -> list[Candidate]:

@@ -23,6 +23,8 @@ class LanguagePack:
     # warnings, `{reason}` the upstream's error: a configured LLM failed before / during the answer
     answered_extractively: str
     answer_incomplete: str
+    # the collection's reranker failed: the passages keep their retrieval order
+    not_reranked: str
 
 
 PACKS = {
@@ -42,6 +44,7 @@ PACKS = {
         sources_label="Sources",
         answered_extractively="{reason}; answered extractively from the retrieved passages",
         answer_incomplete="{reason}; the answer is incomplete",
+        not_reranked="{reason}: passages are in retrieval order, not reranked",
     ),
     "es": LanguagePack(
         system=(
@@ -61,6 +64,10 @@ PACKS = {
             "El modelo de lenguaje falló ({reason}); la respuesta cita los fragmentos recuperados"
         ),
         answer_incomplete="El modelo de lenguaje falló ({reason}); la respuesta está incompleta",
+        not_reranked=(
+            "El reordenador falló ({reason}); los fragmentos siguen el orden de recuperación, "
+            "sin reordenar"
+        ),
     ),
     "it": LanguagePack(
         system=(
@@ -81,6 +88,10 @@ PACKS = {
             "recuperati"
         ),
         answer_incomplete="Il modello linguistico non ha risposto ({reason}); la risposta è incompleta",
+        not_reranked=(
+            "Il reranker non ha risposto ({reason}); i passaggi restano nell'ordine di recupero, "
+            "senza riordino"
+        ),
     ),
 }
 

@@ -26,6 +26,7 @@ from rag_api.kbadmin.models import ListChunks, Remove, UpsertDocument
 from rag_api.payload import StoredChunk
 
 T = TypeVar("T")
+MCP_ROUTE = "POST /mcp"  # what the audit line names: every tool call is a POST to /mcp
 Query = Annotated[str, Field(min_length=1, max_length=8000, description="The question or keywords")]
 CollectionArg = Annotated[
     str | None,
@@ -58,7 +59,7 @@ def build_tools(
             raise ToolError(f"FORBIDDEN: this key may read '{writes}' but may not change it")
 
         def granted() -> T:
-            current.set(Grant(principal, "read" if writes is None else "write"))
+            current.set(Grant(principal, "read" if writes is None else "write", MCP_ROUTE))
             return work(hub_of())
 
         try:

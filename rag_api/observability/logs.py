@@ -22,6 +22,8 @@ FIELDS = (
     "event",
     "file",
     "chunks",
+    "key_id",
+    "action",
 )
 
 

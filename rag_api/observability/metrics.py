@@ -8,12 +8,12 @@ embedded store allows one owner), so the default in-process registry is the whol
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
@@ -154,10 +154,33 @@ class HubCollector(Collector):
 
 
 def exposition(
-    points: Mapping[str, int], circuits: Mapping[str, str], indexer: Mapping[str, Any]
+    points: Mapping[str, int],
+    circuits: Mapping[str, str],
+    indexer: Mapping[str, Any],
+    shown: Callable[[str], bool] | None = None,
 ) -> bytes:
     """The text Prometheus scrapes: the process-wide metrics (with process_* and python_*), then
-    the hub's readings (HubCollector)."""
+    the hub's readings (HubCollector); with `shown`, only the series of the collections it
+    accepts (and those of no collection)."""
     scraped = CollectorRegistry(auto_describe=False)
     scraped.register(HubCollector(points, circuits, indexer))
-    return generate_latest(REGISTRY) + generate_latest(scraped)
+    if shown is None:
+        return generate_latest(REGISTRY) + generate_latest(scraped)
+    return generate_latest(_Shown(REGISTRY, shown)) + generate_latest(_Shown(scraped, shown))
+
+
+class _Shown:
+    """A registry's metrics without the series of the collections `shown` refuses."""
+
+    def __init__(self, registry: CollectorRegistry, shown: Callable[[str], bool]) -> None:
+        self.registry = registry
+        self.shown = shown
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self.registry.collect():  # fresh objects each scrape: ours to change
+            family.samples = [
+                s
+                for s in family.samples
+                if "collection" not in s.labels or self.shown(s.labels["collection"])
+            ]
+            yield family

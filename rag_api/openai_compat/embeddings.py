@@ -59,7 +59,9 @@ def create_embeddings(hub: Catalog, body: EmbeddingsRequest) -> dict[str, Any]:
         {"object": "embedding", "index": i, "embedding": _encoded(row, body.encoding_format)}
         for i, row in enumerate(vectors)
     ]
-    tokens = sum(len(text.split()) for text in texts)  # words: the embedders keep no token count
+    counted = hub.embedders.get(cfg).count_tokens(texts, query=query)
+    # a model behind a server (Ollama, OpenAI-compatible) has no tokenizer here: its words
+    tokens = sum(len(text.split()) for text in texts) if counted is None else counted
     return {
         "object": "list",
         "data": data,

@@ -9,6 +9,7 @@ from functools import partial
 from typing import Any
 
 from rag_api.answering.answer import AnswerStream, answer, converse
+from rag_api.answering.client_params import refuse_params
 from rag_api.answering.models import Filters
 from rag_api.catalog import Catalog
 from rag_api.embedding.languages import text_language
@@ -155,14 +156,14 @@ def start_reply(
         )
     to = target(hub, model)
     if to.collection is not None:  # a named collection's limits refuse before the search
-        check_support(hub, to.collection, options or Options(), format_param)
+        check_support(hub, to.collection, options or Options(), format_param, temperature)
     query = SearchRequest(query=retrieval_query(conversation, _reader(hub, to, conversation)))
     found = search_target(hub, to, filters.applied(query))
     collection, passages, warning = found.answering, found.passages, found.warning
     routing = found.routing.as_dict() if found.routing is not None else None
     language = found.routed_language
     if to.collection is None:  # `auto`: the collection that answers is known once routed
-        check_support(hub, collection, options or Options(), format_param)
+        check_support(hub, collection, options or Options(), format_param, temperature)
     start = partial(
         answer,
         hub.generators,
@@ -206,7 +207,7 @@ def _without_retrieval(
             AnswerStream, [], "none", None, _pieces=iter([minimal])
         )
     else:
-        check_support(hub, collection, options, format_param)
+        check_support(hub, collection, options, format_param, temperature)
         start = partial(
             converse,
             hub.generators,
@@ -221,11 +222,17 @@ def _without_retrieval(
 
 
 def check_support(
-    hub: Catalog, collection: Collection, options: Options, format_param: str = "response_format"
+    hub: Catalog,
+    collection: Collection,
+    options: Options,
+    format_param: str = "response_format",
+    temperature: float | None = None,
 ) -> None:
-    """Refuse (400, naming the parameter) what the collection's generator cannot do and the
-    client cannot do without: JSON output, a forced tool call. Tools it may call (`auto`) are
-    simply not offered to a generator without tools: its plain answer is a valid reply."""
+    """Refuse (400, naming the parameter) what the collection's llm block refuses from clients
+    (`llm.client_params`) and what its generator cannot do and the client cannot do without:
+    JSON output, a forced tool call. Tools it may call (`auto`) are simply not offered to a
+    generator without tools: its plain answer is a valid reply."""
+    refuse_params(collection.cfg.llm, temperature, options)
     generator = hub.generators.get(collection.cfg.llm)
     who = (
         "the extractive generator (no LLM configured)"

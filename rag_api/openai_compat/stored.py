@@ -3,7 +3,8 @@
 
 One JSON file per response in RAG_DATA_DIR/responses, written atomically, so they survive a
 restart. Bounded by age (RAG_RESPONSES_TTL seconds; 0 keeps none) and count
-(RAG_RESPONSES_MAX: the oldest go first). A response belongs to the collection that answered it:
+(RAG_RESPONSES_MAX: the oldest go first): each save sweeps the expired and the excess from disk,
+oldest first, from an index of ids and times read from the folder once (never a scan a save). A response belongs to the collection that answered it:
 a key that may not read that collection finds it as it finds an unknown id (404).
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -46,6 +48,8 @@ class ResponseStore:
         self.ttl_s = ttl_s
         self.max_count = max_count
         self.clock = clock
+        self._lock = threading.Lock()
+        self._index: dict[str, float] | None = None  # id -> created_at, oldest first
 
     @property
     def enabled(self) -> bool:
@@ -66,8 +70,12 @@ class ResponseStore:
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self.folder / f"{stored.response['id']}.json"
         write_atomically(path, json.dumps(asdict(stored), ensure_ascii=False), durable=False)
-        os.utime(path, (stored.created_at, stored.created_at))  # its age, for `_prune`
-        self._prune()
+        os.utime(path, (stored.created_at, stored.created_at))  # its age, read after a restart
+        with self._lock:
+            index = self._known()
+            index.pop(stored.response["id"], None)
+            index[stored.response["id"]] = stored.created_at
+            self._sweep(index)
 
     def find(self, response_id: str, param: str = "response_id") -> StoredResponse:
         """The stored response, or ResponseNotFound naming `param`: unknown, expired, or of a
@@ -81,10 +89,11 @@ class ResponseStore:
             )
         return stored
 
-    def delete(self, response_id: str) -> None:
-        """Forget a response (ResponseNotFound as `find`)."""
-        self.find(response_id)
-        (self.folder / f"{response_id}.json").unlink(missing_ok=True)
+    def delete(self, response_id: str) -> StoredResponse:
+        """Forget a response and return it (ResponseNotFound as `find`)."""
+        stored = self.find(response_id)
+        self._forget(response_id)
+        return stored
 
     def _read(self, response_id: str) -> StoredResponse | None:
         if not RESPONSE_ID.fullmatch(response_id):
@@ -95,20 +104,34 @@ class ResponseStore:
         except (OSError, ValueError, TypeError):  # absent, or not one the hub wrote
             return None
         if stored.created_at + self.ttl_s < self.clock():
-            path.unlink(missing_ok=True)
+            self._forget(response_id)
             return None
         return stored
 
-    def _prune(self) -> None:
-        entries = []
-        for entry in os.scandir(self.folder):
-            try:
-                if entry.name.endswith(".json"):
-                    entries.append((entry.stat().st_mtime, entry.path))
-            except FileNotFoundError:  # pruned meanwhile by another request
-                continue
+    def _forget(self, response_id: str) -> None:
+        with self._lock:
+            self._known().pop(response_id, None)
+            (self.folder / f"{response_id}.json").unlink(missing_ok=True)
+
+    def _known(self) -> dict[str, float]:
+        """The stored ids and their times, oldest first: read from the folder at the first use,
+        then kept by this store's saves and deletes (call with the lock held)."""
+        if self._index is None:
+            found = []
+            for path in self.folder.glob("resp_*.json") if self.folder.is_dir() else ():
+                try:
+                    found.append((path.stat().st_mtime, path.stem))
+                except FileNotFoundError:  # removed meanwhile
+                    continue
+            self._index = {response_id: at for at, response_id in sorted(found)}
+        return self._index
+
+    def _sweep(self, index: dict[str, float]) -> None:
+        """Remove the expired responses and the oldest beyond the count, from the index and disk."""
         expired = self.clock() - self.ttl_s
-        excess = len(entries) - self.max_count
-        for n, (mtime, path) in enumerate(sorted(entries)):
-            if n < excess or mtime < expired:
-                Path(path).unlink(missing_ok=True)
+        while index:
+            oldest, at = next(iter(index.items()))
+            if len(index) <= self.max_count and at >= expired:
+                return
+            del index[oldest]
+            (self.folder / f"{oldest}.json").unlink(missing_ok=True)

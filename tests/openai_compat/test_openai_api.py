@@ -94,6 +94,16 @@ def test_chat_stream(server, client):
         assert "usage" not in data  # only with stream_options.include_usage
 
 
+def test_with_include_usage_every_chunk_before_the_usage_one_has_usage_null(server) -> None:
+    body = {"model": "docs", "messages": ask(REFUND), "stream": True}
+    body["stream_options"] = {"include_usage": True}
+    with httpx.stream("POST", server.url + "/v1/chat/completions", json=body) as response:
+        events = sse_events(response.iter_lines())
+    *chunks, usage, done = [data for _, data in events]
+    assert done == "[DONE]" and usage["choices"] == [] and usage["usage"] is not None
+    assert len(chunks) > 2 and all("usage" in c and c["usage"] is None for c in chunks)
+
+
 def test_async_client_chat_and_responses(server):
     async def main() -> tuple[str, str, str, list[str]]:
         async with openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="x") as client:

@@ -75,3 +75,34 @@ def test_a_cold_query_prints_its_warning_once(tmp_path: Path, make_settings) -> 
     output = answer.stdout + answer.stderr
     assert output.count("Connection refused") == 1, output
     assert "warning: Ollama at" in answer.stderr
+
+
+def test_the_cli_sends_a_scoped_key_from_rag_key_or_key(
+    tmp_path: Path, make_settings, serve
+) -> None:
+    from rag_api.access.keys import KeysFile
+
+    kb = tmp_path / "other"
+    kb.mkdir()
+    (kb / "a.md").write_text("## Plans\n\nThe team plan costs 10 euros.\n")
+    config, docs_kb = world(tmp_path)
+    collections = {"docs": hash_collection(docs_kb), "soporte": hash_collection(kb)}
+    config = write_config(config, collections)
+    settings = make_settings(config, api_key=READER, admin_api_key=ADMIN)
+    keys = KeysFile(settings.keys_path)
+    _, team = keys.create("team", ["soporte"], [])
+    _, ops = keys.create("ops", [], ["*"], admin=True)
+    serve(settings)
+    env = {"RAG_CONFIG": str(config), "RAG_DATA_DIR": str(settings.data_dir)}
+
+    anonymous = run_cli("collections", "--json", env=env)  # no global key in the environment
+    assert anonymous.returncode == 1 and "bearer token" in anonymous.stderr, anonymous.stderr
+    listed = run_cli("collections", "--json", env={**env, "RAG_KEY": team})
+    assert listed.returncode == 0, listed.stderr
+    assert [r["name"] for r in json.loads(listed.stdout)] == ["soporte"]
+    option = run_cli("--key", team, "collections", "--json", env={**env, "RAG_KEY": "rag_bad_x"})
+    assert [r["name"] for r in json.loads(option.stdout)] == ["soporte"]  # --key over RAG_KEY
+    refused = run_cli("--key", team, "check", "--repair", "--json", env=env)
+    assert json.loads(refused.stdout)["error"]["code"] == "FORBIDDEN"
+    repaired = run_cli("--key", ops, "check", "--repair", "--json", "--sample", "0", env=env)
+    assert repaired.returncode == 0, repaired.stdout + repaired.stderr

@@ -191,3 +191,21 @@ def test_eval_compares_each_row_with_and_without_the_reranker(
     without = open_kb(plain, make_settings, open_hub, None, data_dir=plain / "data")[0]
     with pytest.raises(InvalidRequest, match="no rerank block"):
         run_eval(without, "kb", body)
+
+
+@pytest.mark.parametrize(
+    ("language", "phrase"),
+    [("en", "retrieval order"), ("es", "orden de recuperación"), ("it", "ordine di recupero")],
+)
+def test_the_rerank_failure_warning_is_in_the_collections_language(
+    language, phrase, make_settings, open_hub, tmp_path
+) -> None:
+    entry = hash_collection(retrieval={"threshold": -1.0, "top_k": 3}, language=language)
+    entry["rerank"] = {"provider": "http", "base_url": "http://127.0.0.1:9", "model": "m"}
+    config = write_config(tmp_path / "collections.yaml", {"kb": entry})
+    kb = open_hub(make_settings(config)).collection("kb")
+    for source, text in DOCS.items():
+        replace_source(kb, source, [Chunk(text, source, 0)], {"origin": "api"})
+    outcome = search(kb, SearchRequest(QUERY))
+    assert phrase in outcome.warning and "127.0.0.1:9" in outcome.warning, outcome.warning
+    assert len(outcome.passages) == 3

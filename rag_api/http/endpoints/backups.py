@@ -67,6 +67,8 @@ def restore(body: RestoreRequest, hub: HubDep) -> dict[str, Any]:
     result = restore_backup(
         hub, Path(body.backup), body.collections, body.as_name, body.with_config
     )
-    for each in result.restored:
-        audit("restore", each.collection, backup=body.backup, live=each.live, points=each.points)
+    restored = {
+        each.collection: {"live": each.live, "points": each.points} for each in result.restored
+    }
+    audit("restore", ",".join(restored) or "-", backup=body.backup, restored=restored)
     return result.as_dict()

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from rag_api.access.grant import audit
 from rag_api.http.any_path import ANY
 from rag_api.http.auth import require_reader
 from rag_api.http.deps import GenerationDep, HubDep, ResponsesDep
@@ -122,7 +123,8 @@ def get_response(response_id: str, stored: ResponsesDep) -> JSONResponse:
 @router.delete("/v1/responses/{response_id}")
 def delete_response(response_id: str, stored: ResponsesDep) -> dict[str, Any]:
     """Forget a stored response."""
-    stored.delete(response_id)
+    deleted = stored.delete(response_id)
+    audit("delete response", deleted.collection, id=response_id)
     return {"id": response_id, "object": "response", "deleted": True}
 
 

@@ -42,6 +42,9 @@ def check(
     if body.repair:
         authorize(request, principal, "write", admin=True)
     found = run_check_job(hub, body.collection, body.repair, body.sample, body.verify_backups)
+    if body.repair:
+        repairs = {r.name: len(r.repairs) for r in found.results}
+        audit("check --repair", body.collection or "*", repairs=repairs)
     return found.as_dict()
 
 
@@ -118,7 +121,9 @@ def migrate(body: MigrateBody, hub: HubDep) -> StreamingResponse:
 @router.post(DROP_OLD.path, dependencies=ADMIN)
 def drop_old_collections(body: CollectionRequest, hub: HubDep) -> dict[str, Any]:
     """Delete the collections a migration left behind (the live one stays)."""
-    return {"collection": body.collection, "dropped": drop_old(hub, body.collection)}
+    dropped = drop_old(hub, body.collection)
+    audit("drop old versions", body.collection, dropped=dropped)
+    return {"collection": body.collection, "dropped": dropped}
 
 
 def _progress(events: queue.Queue, phase: str, done: int, total: int) -> None:

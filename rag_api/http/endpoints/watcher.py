@@ -5,7 +5,9 @@ The watcher runs in this process only under `rag-hub serve --watch`; otherwise b
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from functools import partial
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
@@ -28,20 +30,31 @@ def status(watcher: WatcherDep) -> dict[str, Any]:
 
 async def metrics_reader(
     request: Request, settings: SettingsDep, keyring: KeyringDep, declared: DeclaredBearer = None
-) -> None:
-    """/metrics needs a key that reads every collection when keys are set, unless
-    RAG_METRICS_PUBLIC=1."""
-    if not settings.metrics_public:
-        principal = await principal_of(request, keyring, declared)
-        authorize(request, principal, "read")
-        if principal is not None and not principal.may("read", EVERY_COLLECTION):
-            raise Forbidden("/metrics names every collection: it needs a key that reads them all")
+) -> Callable[[str], bool] | None:
+    """Which collections' series the scraper sees (None: all). /metrics needs, when keys are
+    set and RAG_METRICS_PUBLIC is not, a key that reads every collection or one with the
+    `metrics` scope, which sees the series of the collections it may read and of none."""
+    if settings.metrics_public:
+        return None
+    principal = await principal_of(request, keyring, declared)
+    if principal is not None and principal.metrics:
+        return None if principal.may("read", EVERY_COLLECTION) else partial(principal.may, "read")
+    authorize(request, principal, "read")
+    if principal is not None and not principal.may("read", EVERY_COLLECTION):
+        raise Forbidden(
+            "/metrics names every collection: it needs a key that reads them all, or a key "
+            "with the metrics scope (rag-hub keys create --metrics)"
+        )
+    return None
 
 
-@router.get("/metrics", dependencies=[Depends(metrics_reader)], response_class=Response)
-def metrics(hub: HubDep) -> Response:
+Shown = Annotated[Callable[[str], bool] | None, Depends(metrics_reader)]
+
+
+@router.get("/metrics", response_class=Response)
+def metrics(hub: HubDep, shown: Shown) -> Response:
     """Prometheus metrics: requests, latencies, embeddings, LLM, store, indexer, process."""
-    text = exposition(_points(hub), _circuits(hub), indexer_status(hub.watcher))
+    text = exposition(_points(hub), _circuits(hub), indexer_status(hub.watcher), shown)
     return Response(text, media_type=CONTENT_TYPE_LATEST)
 
 

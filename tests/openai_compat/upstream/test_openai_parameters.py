@@ -118,3 +118,11 @@ def test_the_sdk_raises_bad_request_naming_the_parameter(client):
         model="plain", messages=ask(REFUND), n=1, logprobs=False, modalities=["text"]
     )
     assert asked_nothing.choices[0].message.content
+
+
+@pytest.mark.parametrize("n", [0, 2, -1])
+def test_n_other_than_one_is_refused(server, n) -> None:
+    body = {"model": "plain", "messages": ask(REFUND), "n": n}
+    response = httpx.post(f"{server.url}/v1/chat/completions", json=body)
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["param"] == "n"

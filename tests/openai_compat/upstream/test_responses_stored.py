@@ -4,6 +4,7 @@ unreadable one is a 404 in OpenAI's shape."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -154,3 +155,35 @@ def test_the_store_keeps_a_bounded_count_and_age(tmp_path):
     with pytest.raises(ResponseNotFound):
         store.find(second)
     assert store.find(third).created_at == now[0] - 95
+
+
+def test_an_expired_response_is_swept_from_disk_by_the_next_save(tmp_path):
+    now = [1_000_000.0]
+    store = ResponseStore(tmp_path, ttl_s=100, max_count=10, clock=lambda: now[0])
+    old = {"id": f"resp_{1:032x}", "output": []}
+    store.save(StoredResponse("docs", now[0], old, []))
+    now[0] += 150  # expired, never read again
+    store.save(StoredResponse("docs", now[0], {"id": f"resp_{2:032x}", "output": []}, []))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"resp_{2:032x}.json"]
+
+
+def test_saves_never_scan_the_folder_and_a_restart_reads_it_once(tmp_path, monkeypatch):
+    now = [1_000_000.0]
+
+    def save(store: ResponseStore, n: int) -> None:
+        store.save(StoredResponse("docs", now[0], {"id": f"resp_{n:032x}", "output": []}, []))
+        now[0] += 1
+
+    first = ResponseStore(tmp_path, ttl_s=1000, max_count=3, clock=lambda: now[0])
+    for n in range(5):
+        save(first, n)
+    scans: list[object] = []  # every listing of the folder, whichever way it is read
+    scandir, listdir = os.scandir, os.listdir  # under glob, iterdir and walk alike
+    monkeypatch.setattr(os, "scandir", lambda *a: scans.append(a) or scandir(*a))
+    monkeypatch.setattr(os, "listdir", lambda *a: scans.append(a) or listdir(*a))
+    restarted = ResponseStore(tmp_path, ttl_s=1000, max_count=3, clock=lambda: now[0])
+    for n in range(5, 25):
+        save(restarted, n)
+    assert len(scans) == 1  # once, at the first save after the restart
+    kept = sorted(p.name for p in tmp_path.iterdir())
+    assert kept == [f"resp_{n:032x}.json" for n in (22, 23, 24)]

@@ -302,6 +302,27 @@ def test_the_scoped_keys_file_goes_with_the_backup_as_it_is(world, tmp_path: Pat
     assert f"keys/{settings.keys_path.name}" in manifest["extra"]
 
 
+def test_a_changed_or_missing_file_under_extra_is_refused(world, tmp_path: Path) -> None:
+    from rag_api.access.keys import KeysFile
+
+    settings, kb = world
+    KeysFile(settings.keys_path).create("feed", ["docs"], ["docs"])
+    hub = opened(settings)
+    try:
+        populate(hub.collection("docs"), kb)
+        backup = Path(take_backup(hub, to=tmp_path / "backups").path)
+    finally:
+        hub.close()
+    keys = backup / fmt.EXTRA / "keys" / settings.keys_path.name
+    fmt.verify(backup)  # as taken: fine
+    keys.write_text(keys.read_text().replace("feed", "fead"))
+    with pytest.raises(BackupInvalid, match="checksum mismatch"):
+        fmt.verify(backup)
+    keys.unlink()
+    with pytest.raises(BackupInvalid, match="missing from the backup"):
+        fmt.verify(backup)
+
+
 def test_check_verify_backups_restores_the_newest_into_a_scratch_store(world, tmp_path) -> None:
     from rag_api.ops.check.run import run_check
 

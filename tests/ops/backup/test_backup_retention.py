@@ -56,6 +56,23 @@ def test_prune_deletes_only_finished_backups_retention_drops(tmp_path: Path) -> 
     assert [b.taken for b in list_backups(tmp_path)] == [TAKEN[3], TAKEN[2], TAKEN[0]]
 
 
+def test_of_two_backups_in_one_second_only_the_newer_is_kept(tmp_path: Path) -> None:
+    kept_stamp = TAKEN[2]  # retention keeps this one (see above), and it was taken twice
+    names = [
+        kept_stamp.strftime(STAMP),
+        kept_stamp.strftime(STAMP) + "-2",
+        TAKEN[0].strftime(STAMP),
+    ]
+    for name in names:
+        (tmp_path / name).mkdir()
+        taken = kept_stamp if name != names[2] else TAKEN[0]
+        manifest = {"kind": fmt.KIND, "format": fmt.FORMAT, "taken_at": taken.isoformat(),
+                    "collections": {}, "extra": {}}  # fmt: skip
+        (tmp_path / name / fmt.MANIFEST).write_text(json.dumps(fmt.seal(manifest)))
+    assert prune(tmp_path, daily=3, weekly=2) == [names[0]]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names[1:])
+
+
 def test_check_reports_the_age_of_the_last_backup(tmp_path: Path, make_settings) -> None:
     config = write_config(tmp_path / "collections.yaml", {"docs": hash_collection(dim=32)})
     settings = make_settings(config, "edge", backup_max_age_h=24, backup_keep_daily=2)
