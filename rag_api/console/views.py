@@ -9,6 +9,8 @@ from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
+from rag_api.console import COLLECTION_PAGE
+
 HERE = Path(__file__).parent
 STATIC = "/console/static"
 FAVICON = "/favicon.ico"  # where browsers look first; the console's pages and /docs link it too
@@ -29,9 +31,10 @@ def overview(request: Request) -> HTMLResponse:
     return _page(request, "overview.html", "Collections")
 
 
-@router.get("/console/collections/{name}", response_class=HTMLResponse)
+@router.get(COLLECTION_PAGE, response_class=HTMLResponse)
 def collection(request: Request, name: str) -> HTMLResponse:
-    """One collection: files, upload, chunks. The name is only echoed (escaped); the data
+    """One collection: files, upload, chunks (`?source=` opens a document's chunks, `#chunk-N`
+    marks one: where an answer's sources link). The name is only echoed (escaped); the data
     comes from the API, which says whether it exists."""
     return _page(request, "collection.html", name, collection=name)
 

@@ -16,7 +16,7 @@ from rag_api.indexing.pdf import IMAGE_SUFFIXES, ScanReader, read_image, read_pd
 from rag_api.indexing.readers import (
     Section,
     UnreadableFile,
-    html_to_text,
+    html_sections,
     read_delimited,
     read_docx,
     read_pptx,
@@ -29,7 +29,8 @@ from rag_api.metadata import MAX_DEPTH, InvalidMetadata, check_metadata, value_p
 # 3: a short lead paragraph (a title line) travels with the next one instead of standing alone.
 # 4: HTML and DOCX tables kept as rows, PDF cut per page, DOCX in document order.
 # 5: a PDF's page furniture chunked apart from its content, its title read from its first page.
-CHUNKER_VERSION = 5
+# 6: an HTML page's furniture (nav, header, footer, aside, cookie banners) chunked apart too.
+CHUNKER_VERSION = 6
 # Raising this re-indexes every file too: what BM25 encodes of a chunk and how (rag_api.embedding.bm25).
 # 2: k1 0.9 / b 0.5 (were 1.2 / 0.75), the document's title line counted with every chunk.
 SPARSE_VERSION = 2
@@ -120,7 +121,7 @@ def _sections(kind: str, path: Path, data: bytes, size: int, scans: ScanReader) 
     if kind in ("csv", "tsv"):
         return read_delimited(text, size, tab=kind == "tsv")
     if kind == "html":
-        return [Section(html_to_text(text))]
+        return html_sections(text)
     return [Section(text, markdown=kind == "markdown")]
 
 

@@ -5,7 +5,9 @@ HTML goes through `markdownify` (headings, lists and tables as markdown). Compar
 kb/docs/security-whitepaper.html and a saved page with a roster table: `html2text` breaks a table
 row at every `<br>` inside a cell and drops the leading `|`; `trafilatura` removes boilerplate but
 also drops headings and bullet lists (the whitepaper lost its key-rotation list) and, on a small
-page, emits every cell on a line of its own. markdownify keeps everything visible, in order.
+page, emits every cell on a line of its own. markdownify keeps everything visible, in order;
+the page's furniture, marked by its own elements (`<nav>`, `<header>`, `<footer>`, `<aside>`, their
+ARIA roles, a cookie or consent banner), comes after the content in sections of its own.
 """
 
 from __future__ import annotations
@@ -210,11 +212,75 @@ def _shape_texts(shapes: Iterable[Any], skip: Any) -> Iterator[str]:
 def html_to_text(html: str) -> str:
     """Visible text of an HTML page as markdown: headings, lists and `| a | b |` table rows kept;
     scripts, styles and link targets dropped."""
+    return _markdown(_page_soup(html))
+
+
+def html_sections(html: str) -> list[Section]:
+    """An HTML page as its content and then each piece of its furniture (navigation, the page's
+    header, footer and sidebars, a cookie or consent banner), sections of their own as a PDF
+    page's furniture is, so the repetition census can label it without hiding the content. A
+    page-level header's `<h1>` is the page's title: it stays with the content."""
+    soup = _page_soup(html)
+    pieces = _furniture(soup)
+    titles = [h1 for piece in pieces if _is_page_header(piece) for h1 in piece.find_all("h1")]
+    for piece in pieces:
+        piece.extract()
+    home = soup.body or soup
+    for h1 in reversed(titles):
+        home.insert(0, h1.extract())
+    texts = [_markdown(soup)] + [_markdown(piece) for piece in pieces]
+    return [Section(text) for text in texts if text]
+
+
+FURNITURE_TAGS = {"nav", "header", "footer", "aside"}
+FURNITURE_ROLES = {"navigation", "banner", "contentinfo", "complementary", "search"}
+# inside these a header, footer or aside is the content's own (an article's byline, a callout)
+CONTENT_TAGS = ["main", "article", "section"]
+_CONSENT = re.compile(r"cookie|consent|gdpr", re.I)
+BANNER_CHARS = 2000  # longer and a "cookie" element is a page about cookies, not a banner
+
+
+def _page_soup(html: str) -> Any:
     from bs4 import BeautifulSoup
 
     soup = BeautifulSoup(html, "html.parser")
     for tag in soup(["head", "script", "style", "noscript", "template"]):
         tag.decompose()
+    return soup
+
+
+def _furniture(soup: Any) -> list[Any]:
+    """The outermost furniture elements of a page, in document order."""
+    found: list[Any] = []
+    chosen: set[int] = set()
+    for tag in soup.find_all(True):
+        if any(id(parent) in chosen for parent in tag.parents):
+            continue
+        if _is_furniture(tag):
+            found.append(tag)
+            chosen.add(id(tag))
+    return found
+
+
+def _is_furniture(tag: Any) -> bool:
+    role = str(tag.get("role") or "").lower()
+    if tag.name == "nav" or role == "navigation":
+        return True
+    if tag.name in FURNITURE_TAGS or role in FURNITURE_ROLES:
+        return tag.find_parent(CONTENT_TAGS) is None and role != "main"
+    if tag.name in ("html", "body", "main", "article"):
+        return False
+    marks = " ".join(
+        [str(tag.get("id") or ""), *tag.get("class", []), str(tag.get("aria-label") or "")]
+    )
+    return bool(_CONSENT.search(marks)) and len(tag.get_text()) < BANNER_CHARS
+
+
+def _is_page_header(tag: Any) -> bool:
+    return tag.name == "header" or str(tag.get("role") or "").lower() == "banner"
+
+
+def _markdown(node: Any) -> str:
     converter = _converter_class()(
         heading_style="ATX",
         bullets="*",
@@ -224,7 +290,7 @@ def html_to_text(html: str) -> str:
         escape_misc=False,
         table_infer_header=True,
     )
-    text = converter.convert_soup(soup)
+    text = converter.convert_soup(node)
     lines = [" ".join(line.split()) for line in text.splitlines()]
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 

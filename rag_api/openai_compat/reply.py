@@ -12,6 +12,7 @@ from rag_api.answering.answer import AnswerStream, answer, converse
 from rag_api.answering.client_params import refuse_params
 from rag_api.answering.models import Filters
 from rag_api.catalog import Catalog
+from rag_api.console import chunk_page
 from rag_api.embedding.languages import text_language
 from rag_api.errors import InvalidRequest
 from rag_api.llm.generators import Options, Piece, ToolCallDelta
@@ -42,6 +43,9 @@ class Reply:
     routing: dict[str, Any] | None = None  # `auto`: which collections were searched and why
     language: str | None = None  # the answer's, when `auto` chose it
     structured: bool = False  # the client asked for JSON: no footer inside it
+    # where people reach the hub (RAG_PUBLIC_URL, else the request's base URL): the footer links
+    # each source to the console's view of it; None: plain names
+    base_url: str | None = None
     _parts: list[str] = field(default_factory=list)
     _calls: dict[int, dict[str, Any]] = field(default_factory=dict)
     _stream: AnswerStream | None = None
@@ -96,7 +100,14 @@ class Reply:
         if not passages or not self.collection.cfg.citations or self.structured or self._calls:
             return ""  # JSON and tool calls go to programs: the sources stay in `sources`
         language = self.language or self.collection.cfg.language
-        return citations_footer(self.content, passages, language)
+        link = self.link if self.base_url else None
+        return citations_footer(self.content, passages, language, link)
+
+    def link(self, passage: Cited) -> str:
+        """Where a person reads `passage`: the console's view of its document, at its chunk."""
+        seq = getattr(getattr(passage, "stored", None), "seq", None)
+        collection = getattr(passage, "collection", None) or self.collection.name
+        return (self.base_url or "").rstrip("/") + chunk_page(collection, passage.source, seq)
 
     @property
     def finish_reason(self) -> str:
@@ -133,11 +144,12 @@ def start_reply(
     options: Options | None = None,
     format_param: str = "response_format",
     filters: Filters | None = None,
+    base_url: str | None = None,
 ) -> Reply:
     """Route `model` to a collection (or let `auto` choose), retrieve for the conversation with
-    `filters` and start the answer (`options` go to the LLM as sent). A retrieval-free model
-    (`<c>:llm`) or a client's task prompt (rag_api.openai_compat.tasks) is answered without
-    retrieval."""
+    `filters` and start the answer (`options` go to the LLM as sent); the sources footer links to
+    the console under `base_url`. A retrieval-free model (`<c>:llm`) or a client's task prompt
+    (rag_api.openai_compat.tasks) is answered without retrieval."""
     filters = filters or Filters()
     task = task_prompt(conversation.question)
     direct = direct_collection(hub, model)
@@ -179,7 +191,7 @@ def start_reply(
         after=conversation.after,
     )
     structured = options is not None and options.response_format is not None
-    return Reply(model, collection, start, warning, routing, language, structured)
+    return Reply(model, collection, start, warning, routing, language, structured, base_url)
 
 
 def _without_retrieval(
@@ -265,11 +277,28 @@ def _fallback(hub: Catalog) -> Collection:
     return hub.collection() if hub.default_visible() else candidates(hub, None)[0]
 
 
-def citations_footer(text: str, passages: Sequence[Cited], language: str) -> str:
-    """The cited passages' sources (every passage's when the text cites none), grouped by source."""
+def citations_footer(
+    text: str,
+    passages: Sequence[Cited],
+    language: str,
+    link: Callable[[Cited], str] | None = None,
+) -> str:
+    """The cited passages' sources (every passage's when the text cites none), grouped by source;
+    with `link`, each source a markdown link to its first cited passage."""
     numbers = sorted({int(n) for n in _CITATION.findall(text)} & set(range(1, len(passages) + 1)))
-    by_source: dict[str, list[str]] = {}
+    by_source: dict[str, list[int]] = {}
     for n in numbers or range(1, len(passages) + 1):
-        by_source.setdefault(passages[n - 1].source, []).append(str(n))
-    items = "; ".join(f"[{', '.join(ns)}] {source}" for source, ns in by_source.items())
+        by_source.setdefault(passages[n - 1].source, []).append(n)
+    items = "; ".join(
+        f"[{', '.join(map(str, ns))}] {_named(source, link(passages[ns[0] - 1]) if link else None)}"
+        for source, ns in by_source.items()
+    )
     return f"\n\n{pack(language).sources_label}: {items}"
+
+
+def _named(source: str, url: str | None) -> str:
+    """A source's name, as a markdown link to `url` when there is one."""
+    if url is None:
+        return source
+    text = re.sub(r"([\\\[\]])", r"\\\1", source)
+    return f"[{text}]({url})"  # the url's query and path are percent-encoded: no space, no ")"

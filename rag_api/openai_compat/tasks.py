@@ -7,7 +7,7 @@ tests/data/openwebui_task_prompts.json): it starts with `### Task:`, asks for a 
 known key (`{ "title": ...`, `{ "tags": ...`, `{ "follow_ups": ...`, `{ "queries": ...`) and quotes
 the chat in `<chat_history>` as `USER: ...` / `ASSISTANT: ...` lines. Such a prompt skips
 retrieval: the collection's LLM answers it as sent, and without an LLM `minimal_answer` gives the
-JSON asked for (a title from the first user message, empty lists for the others).
+JSON asked for (the first user message as the title, empty lists for the others).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ TASK_KEYS = ("title", "tags", "follow_ups", "queries")
 _HISTORY = re.compile(r"<chat_history>(.*?)</chat_history>", re.DOTALL)
 _ASKED_KEY = re.compile(r'\{\s*"(' + "|".join(TASK_KEYS) + r')"\s*:')
 _USER_LINE = re.compile(r"^USER:\s*(.+)$", re.MULTILINE)
-TITLE_WORDS = 5
+TITLE_CHARS = 50  # a chat list shows about this much of a title
+_CLOSERS = "?!"
 
 
 @dataclass(frozen=True)
@@ -33,9 +34,21 @@ class TaskPrompt:
         if self.key != "title":
             return json.dumps({self.key: []})
         first = _USER_LINE.search(self.history)
-        words = (first.group(1) if first else self.history).split()[:TITLE_WORDS]
-        title = " ".join(words).strip(" ?!.,;:") or "Chat"
+        title = short_title(first.group(1) if first else self.history) or "Chat"
         return json.dumps({"title": title}, ensure_ascii=False)
+
+
+def short_title(question: str, limit: int = TITLE_CHARS) -> str:
+    """The question itself as a title; a longer one cut at the last word boundary within `limit`
+    characters, marked with "…" and ending with the question's own "?" or "!", so a Spanish
+    "¿…?" or "¡…!" pair stays whole."""
+    text = " ".join(question.split())
+    if len(text) <= limit:
+        return text
+    closer = text[-1] if text[-1] in _CLOSERS else ""
+    room = limit - 1 - len(closer)
+    cut = text[: room + 1].rsplit(" ", 1)[0] if " " in text[:room] else text[:room]
+    return cut.rstrip(" ,;:.-–—") + "…" + closer
 
 
 def task_prompt(text: str) -> TaskPrompt | None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import httpx
+
 from tests.conftest import hash_collection, minilm_collection, write_config
 from tests.console.conftest import ADMIN, READER, ask, expect, kb_folder
 from tests.support.fakes import FakeOllama
@@ -140,3 +142,24 @@ def test_an_answer_s_markdown_is_rendered_safely_and_every_page_has_its_icon(
     icon = page.request.get(hub.url + "/favicon.ico")
     assert icon.status == 200 and icon.headers["content-type"] == "image/svg+xml"
     assert missing == []
+
+
+def test_a_source_link_of_an_openai_answer_opens_the_cited_chunk_marked(
+    tmp_path: Path, hub_process, page
+) -> None:
+    entry = hash_collection(kb_folder(tmp_path))
+    hub = hub_process(write_config(tmp_path / "collections.yaml", {"policies": entry}))
+    hub.wait_sources("policies", ["faq.md", "handbook.md"])
+    body = {
+        "model": "policies",
+        "messages": [{"role": "user", "content": "Where do visitors park?"}],
+    }
+    reply = httpx.post(hub.url + "/v1/chat/completions", json=body, timeout=30).json()
+    text = reply["choices"][0]["message"]["content"]
+    link = re.search(r"\[handbook\.md\]\((\S+)\)", text).group(1)
+
+    page.goto(link)
+    cited = page.locator("#chunks li.cited")
+    expect(cited).to_have_count(1)
+    expect(cited).to_contain_text("visitors use level one")
+    expect(page.locator("#chunks-source")).to_have_text("handbook.md")

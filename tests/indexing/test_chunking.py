@@ -10,12 +10,12 @@ import pytest
 from rag_api.config import ChunkingConfig
 from rag_api.indexing.chunking import (
     UnreadableFile,
-    html_to_text,
     parse_jsonl,
     read_chunks,
     split_text,
 )
 from rag_api.indexing.kb import doc_hash, ignore_reason, scan
+from rag_api.indexing.readers import html_to_text
 
 SMALL = ChunkingConfig(size=200, overlap=20)
 

@@ -4,6 +4,7 @@ answers, streams, model routing (the error answers: test_openai_errors.py)."""
 from __future__ import annotations
 
 import asyncio
+import re
 
 import httpx
 import openai
@@ -29,9 +30,13 @@ RESPONSE_EVENTS = [
 ]
 
 
+# the footer: each source a link to the console's view of its document, at the cited chunk
+FOOTER = r"\n\nSources: \[1\] \[{source}\]\(http://127\.0\.0\.1:\d+/console/collections/docs\?source={source}#chunk-\d+\)"
+
+
 def assert_grounded(text: str, source: str = "billing.md") -> None:
     assert REFUND_SENTENCE in text and "[1]" in text
-    assert text.endswith(f"\n\nSources: [1] {source}"), text
+    assert re.search(FOOTER.format(source=re.escape(source)) + "$", text), text
 
 
 def test_models_are_the_enabled_collections(server, client):
@@ -46,6 +51,20 @@ def test_models_are_the_enabled_collections(server, client):
     with pytest.raises(openai.NotFoundError) as info:
         client.models.retrieve("off")
     assert info.value.code == "model_not_found"
+
+
+def test_each_source_in_the_footer_links_to_the_console_view_of_its_cited_chunk(server, client):
+    text = client.chat.completions.create(model="docs", messages=ask(REFUND)).choices[0]
+    link = re.search(r"\[billing\.md\]\((\S+)\)$", text.message.content).group(1)
+    assert link.startswith(server.url + "/console/collections/docs?source=billing.md#chunk-")
+    listed = httpx.get(
+        server.url + "/v1/rag/chunks",
+        params={"collection": "docs", "source_exact": "billing.md", "include_text": "true"},
+    ).json()["items"]
+    cited = next(chunk for chunk in listed if REFUND_SENTENCE in chunk["text"])
+    assert link.endswith(f"#chunk-{cited['index']}")
+    page = httpx.get(link)  # the console's page of the collection opens it
+    assert page.status_code == 200 and "text/html" in page.headers["content-type"]
 
 
 def test_chat_completion(server, client):

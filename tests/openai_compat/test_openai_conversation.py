@@ -114,3 +114,12 @@ def test_citations_footer_lists_cited_sources_grouped():
     ]
     assert citations_footer("x [3] y [1] z [9]", passages, "en") == "\n\nSources: [1, 3] a.md"
     assert citations_footer("nothing cited", passages, "es") == "\n\nFuentes: [1, 3] a.md; [2] b.md"
+
+
+def test_with_a_link_each_footer_source_is_a_markdown_link_to_its_first_cited_passage():
+    passages = [
+        Passage(str(n), source, 0, 1.0, "text", {})
+        for n, source in enumerate(["a.md", "notes [draft].md", "a.md"], 1)
+    ]
+    footer = citations_footer("x [3] y [2]", passages, "en", link=lambda p: f"https://h/{p.id}")
+    assert footer == "\n\nSources: [2] [notes \\[draft\\].md](https://h/2); [3] [a.md](https://h/3)"

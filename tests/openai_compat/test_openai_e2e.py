@@ -117,3 +117,19 @@ def test_follow_up_is_searched_with_the_previous_question(client, ollama):
     text = follow_up.choices[0].message.content
     assert "Rebuild local cache" in text
     assert follow_up.model_extra["sources"][0]["source"] == "release-notes/4.0.3"
+
+
+def test_a_follow_up_that_names_its_own_topic_is_searched_as_itself(client, ollama):
+    ollama.stop()
+    history = [
+        {"role": "user", "content": "Which cipher protects data at rest in Lumen Notes?"},
+        {"role": "assistant", "content": "Data at rest is encrypted with AES-256 [1]."},
+        {"role": "user", "content": "And how long is the refund window?"},
+    ]
+    follow_up = client.chat.completions.create(model="docs", messages=history)
+    assert follow_up.model_extra["sources"][0]["source"] == "product-faq.md"
+    text = follow_up.choices[0].message.content
+    assert "refund" in text and "AES" not in text, text
+    history[-1]["content"] = "And what about in transit?"
+    depends = client.chat.completions.create(model="docs", messages=history)
+    assert depends.model_extra["sources"][0]["source"] == "security-whitepaper.html"

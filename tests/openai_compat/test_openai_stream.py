@@ -14,7 +14,16 @@ from tests.support.openai_support import REFUND, sse_events, start_indexed, writ
 
 LONG_REPLY = " ".join(f"word{i}" for i in range(200))
 ANSWER = "You have 30 days to ask for a refund [1]."
-FOOTER = "\n\nSources: [1] billing.md"
+PUBLIC_URL = "https://rag.example.org/hub/"  # RAG_PUBLIC_URL: the base of the footer's links
+
+
+def footer(collection: str = "docs") -> str:
+    """The sources footer: billing.md linked to its console view under RAG_PUBLIC_URL."""
+    link = f"{PUBLIC_URL}console/collections/{collection}?source=billing.md#chunk-0"
+    return f"\n\nSources: [1] [billing.md]({link})"
+
+
+FOOTER = footer()
 # What AnythingLLM's Generic OpenAI provider sends (openai-node, chat.completions.create):
 # its workspace system prompt (+ its own "Context:" block), the chat history, the new prompt.
 ANYTHINGLLM_SYSTEM = (
@@ -36,7 +45,9 @@ def server(tmp_path, fake_ollama, fake_openai):
     }
     config = write_config(tmp_path / "collections.yaml", collections)
     # qdrant-client's in-memory engine: a fresh store per test in milliseconds
-    settings = Settings(config=config, data_dir=tmp_path / "data", qdrant_url=":memory:")
+    settings = Settings(
+        config=config, data_dir=tmp_path / "data", qdrant_url=":memory:", public_url=PUBLIC_URL
+    )
     hub, live = start_indexed(settings, *collections)
     yield live
     live.stop()
@@ -83,7 +94,7 @@ def test_openai_compatible_upstream_chat_and_responses(client, fake_openai):
     completion = client.chat.completions.create(
         model="relay", messages=[{"role": "user", "content": REFUND}]
     )
-    assert completion.choices[0].message.content == ANSWER + FOOTER
+    assert completion.choices[0].message.content == ANSWER + footer("relay")
     upstream = fake_openai.calls("/v1/chat/completions")[0].body
     prompt_words = sum(words(m["content"]) for m in upstream["messages"])
     assert completion.usage.prompt_tokens == prompt_words
@@ -103,7 +114,7 @@ def test_openai_compatible_upstream_chat_and_responses(client, fake_openai):
             deltas.append(event.delta)
         done = event
     assert sent_at_first_delta < fake_openai.pieces_total
-    assert "".join(deltas) == done.response.output_text == ANSWER + FOOTER
+    assert "".join(deltas) == done.response.output_text == ANSWER + footer("relay")
     assert done.type == "response.completed"
     assert done.response.usage.output_tokens == len(ANSWER.split())
     system = fake_openai.calls("/v1/chat/completions")[1].body["messages"][0]["content"]

@@ -141,7 +141,7 @@ function chunkItem(chunk, rank, total) {
   const label = `Chunk ${rank + 1} of ${total}`;
   const position = POSITION_KEYS.filter((k) => k in chunk.metadata).map((k) => el("span", { class: "badge where" }, `${k} ${chunk.metadata[k]}`));
   const other = Object.entries(chunk.metadata).filter(([k]) => !POSITION_KEYS.includes(k) && !LABEL_KEYS.includes(k)).map(([k, v]) => el("span", { class: "badge" }, `${k}: ${v}`));
-  const item = el("li", { class: "chunk", dataset: { index: chunk.index ?? "" } },
+  const item = el("li", { class: "chunk", id: chunk.index === null ? null : `chunk-${chunk.index}`, dataset: { index: chunk.index ?? "" } },
     el("div", { class: "chunk-head" },
       el("strong", { title: chunk.index === null ? null : `index ${chunk.index} in the collection` }, label), " · ",
       chunk.is_dynamic ? el("span", { class: "badge api" }, "fed through the API") : el("span", { class: "badge" }, "from the kb file"),
@@ -308,8 +308,22 @@ function setUpDropZone() {
   });
 }
 
+/* An answer's sources link here as ?source=<document>#chunk-<index>: that document's chunks,
+   the cited one marked and scrolled to. */
+async function showLinkedChunk() {
+  const source = new URLSearchParams(location.search).get("source");
+  if (!source) return;
+  await showChunks(source);
+  const cited = location.hash.startsWith("#chunk-") && document.getElementById(location.hash.slice(1));
+  if (cited) {
+    cited.classList.add("cited");
+    cited.scrollIntoView({ block: "center" });
+  }
+}
+
 document.addEventListener("DOMContentLoaded", () => {
   setUpDropZone();
+  showLinkedChunk();
   document.getElementById("refresh-files").addEventListener("click", loadFiles);
   loadSummary().catch((error) => Hub.fail(error, "read"));
   loadFiles();

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
@@ -16,6 +16,7 @@ from rag_api.http.deps import GenerationDep, HubDep, ResponsesDep
 from rag_api.http.model_response import STREAMED
 from rag_api.http.openai_errors import OpenAIRoute
 from rag_api.http.sse import EventStream
+from rag_api.hub import Hub
 from rag_api.openai_compat import chat, responses
 from rag_api.openai_compat.conversation import from_chat, from_responses, input_items
 from rag_api.openai_compat.embeddings import EmbeddingsRequest, create_embeddings
@@ -36,6 +37,11 @@ STREAMS: dict[str, Any] = {"responses": STREAMED}
 TWIN: dict[str, Any] = {"include_in_schema": False}  # the unprefixed twin of a /v1 route
 
 
+def public_base(request: Request, hub: Hub) -> str:
+    """Where people reach the hub: RAG_PUBLIC_URL, else this request's own base URL."""
+    return hub.settings.public_url or str(request.base_url)
+
+
 @router.get("/models", response_model=ModelList, **EXACT, **TWIN)
 @router.get("/v1/models", response_model=ModelList, **EXACT)
 def list_models(hub: HubDep) -> dict[str, Any]:
@@ -53,6 +59,7 @@ def retrieve_model(model: str, hub: HubDep) -> dict[str, Any]:
 @router.post("/chat/completions", response_model=ChatCompletion, **EXACT, **STREAMS, **TWIN)
 @router.post("/v1/chat/completions", response_model=ChatCompletion, **EXACT, **STREAMS)
 async def chat_completions(
+    request: Request,
     body: ChatRequest,
     hub: HubDep,
     generation: GenerationDep,
@@ -69,6 +76,7 @@ async def chat_completions(
         body.options(),
         "response_format",
         body.filters,
+        public_base(request, hub),
     )
     if body.stream:
         events = chat.completion_chunks(reply, body.include_usage)
@@ -79,6 +87,7 @@ async def chat_completions(
 @router.post("/responses", response_model=ResponseObject, **EXACT, **STREAMS, **TWIN)
 @router.post("/v1/responses", response_model=ResponseObject, **EXACT, **STREAMS)
 async def create_response(
+    request: Request,
     body: ResponsesRequest,
     hub: HubDep,
     generation: GenerationDep,
@@ -102,6 +111,7 @@ async def create_response(
         body.options(),
         "text.format",
         body.filters,
+        public_base(request, hub),
     )
     keep = None
     if body.store is not False and stored.enabled:

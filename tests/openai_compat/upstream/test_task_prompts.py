@@ -28,7 +28,7 @@ def rendered(template: str) -> str:
 
 PROMPTS = [(entry["task"], rendered(entry["template"])) for entry in SAMPLES["templates"].values()]
 MINIMAL = {
-    "title": {"title": "How many days do I"},
+    "title": {"title": REFUND},
     "tags": {"tags": []},
     "follow_ups": {"follow_ups": []},
     "queries": {"queries": []},
@@ -86,3 +86,31 @@ def test_a_question_is_not_taken_for_a_task_prompt(client):
         assert task_prompt(text) is None, text
     reply = client.chat.completions.create(model="plain", messages=ask(REFUND))
     assert reply.model_extra["sources"][0]["source"] == "billing.md"
+
+
+@pytest.mark.parametrize(
+    ("question", "title"),
+    [
+        (REFUND, REFUND),
+        ("¿Cuánto cuesta el plan Profesional?", "¿Cuánto cuesta el plan Profesional?"),
+        (
+            "¿Cuánto cuesta el plan Profesional para un equipo de doce personas al año?",
+            "¿Cuánto cuesta el plan Profesional para un…?",
+        ),
+        (
+            "Which cipher protects data at rest, and who holds the keys for it?",
+            "Which cipher protects data at rest, and who…?",
+        ),
+        (
+            "Export every notebook of the workspace as Markdown, attachments included",
+            "Export every notebook of the workspace as…",
+        ),
+        ("  Refund   window  ", "Refund window"),
+    ],
+)
+def test_a_title_without_an_llm_is_the_question_cut_at_a_word_boundary(question, title):
+    prompt = rendered(
+        SAMPLES["templates"]["DEFAULT_TITLE_GENERATION_PROMPT_TEMPLATE"]["template"]
+    ).replace(REFUND, question)
+    answer = json.loads(task_prompt(prompt).minimal_answer())["title"]
+    assert answer == title and len(answer) <= 50
