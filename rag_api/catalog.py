@@ -73,11 +73,14 @@ class Catalog:
         self.fanout = ThreadPoolExecutor(FANOUT, thread_name_prefix="rag-fanout")
 
     @classmethod
-    def open(cls, settings: Settings, config: HubConfig | None = None) -> Self:
-        """Load collections.yaml and open the store (the embedded one locks its folder); after an
-        unclean shutdown, complete the document replacements it cut short."""
+    def open(
+        cls, settings: Settings, config: HubConfig | None = None, store: Store | None = None
+    ) -> Self:
+        """Load collections.yaml and open the store (the embedded one locks its folder; `store`:
+        one already open); after an unclean shutdown, complete the document replacements it cut
+        short."""
         config = config or load_config(settings.config)
-        opened = cls(settings, config, open_store(settings))
+        opened = cls(settings, config, store or open_store(settings))
         store = opened.store
         opened.marker = OpenMarker.place(settings.data_dir, store.location, store.embedded)
         if opened.marker.stale:

@@ -165,6 +165,26 @@ class StoreCorrupted(StoreUnavailable):
         self.upstream = "embedded Qdrant"
 
 
+class WriterUnavailable(UpstreamUnavailable):
+    """A reader could not reach the deployment's writer with a write (docs/scaling.md)."""
+
+    code = "WRITER_UNAVAILABLE"
+
+
+class ReaderReadOnly(RagError):
+    """A write reached the store of a reader (one not sent to the writer over HTTP)."""
+
+    code = "READER_READ_ONLY"
+    status = 409
+
+
+class AnotherWriter(RagError):
+    """A second writer on a deployment that has one (docs/scaling.md)."""
+
+    code = "ANOTHER_WRITER"
+    status = 409
+
+
 class EmbedderUnavailable(UpstreamUnavailable):
     code = "EMBEDDER_UNAVAILABLE"
 

@@ -20,8 +20,9 @@ from rag_api.catalog import Catalog
 from rag_api.config import HubConfig
 from rag_api.kbadmin.service import KbAdmin
 from rag_api.llm.pool import GenerationPool
-from rag_api.openai_compat.stored import ResponseStore
 from rag_api.ops.local import LocalOps
+from rag_api.replicas.role import Role
+from rag_api.replicas.role import check as check_role
 from rag_api.settings import Settings
 from rag_api.store import Store
 from rag_api.uploads.service import Uploads
@@ -33,11 +34,14 @@ class Hub(Catalog):
 
     def __init__(self, settings: Settings, config: HubConfig, store: Store) -> None:
         super().__init__(settings, config, store)
-        self.keyring = Keyring(settings)  # who may do what: global and scoped keys
+        # all, writer or reader: where shared state lives, and who writes (docs/scaling.md)
+        self.role = Role(settings, store)
+        self.role.join(list(self.collections.values()))
+        self.keyring = Keyring(
+            settings, self.role.keys()
+        )  # who may do what: global and scoped keys
         self.generation = GenerationPool(settings.max_generations)  # where LLM work runs
-        self.responses = ResponseStore(  # /v1/responses kept for previous_response_id
-            settings.responses_path, settings.responses_ttl, settings.responses_max
-        )
+        self.responses = self.role.responses()  # /v1/responses kept for previous_response_id
         # the surfaces as calls (HTTP, the CLI and agents' tools call these)
         self.kb = KbAdmin(self)  # /v1/rag/*: the knowledge bases' reads and writes
         self.query = Queries(self)  # /query: retrieve, then answer
@@ -45,8 +49,25 @@ class Hub(Catalog):
         self.uploads: Uploads | None = None  # started by start()
         self.watcher: Watcher | None = None  # started by start(watch=True)
 
+    @classmethod
+    def open(
+        cls, settings: Settings, config: HubConfig | None = None, store: Store | None = None
+    ) -> Self:
+        check_role(settings)
+        return super().open(settings, config, store)
+
+    def recover(self) -> None:
+        if self.settings.writes:  # a reader has nothing of its own to recover: the writer does
+            super().recover()
+        elif self.marker is not None:
+            self.marker.recovered()
+
     def start(self, watch: bool = False) -> Self:
-        """Start the upload queue and, with `watch`, the folder watcher (`serve --watch`)."""
+        """Start the upload queue and, with `watch`, the folder watcher (`serve --watch`); a
+        reader starts neither (its writes go to the writer), a writer first takes the lease."""
+        if not self.settings.writes:
+            return self
+        self.role.start(list(self.collections.values()))
         if watch and self.watcher is None:
             self.watcher = Watcher(self).start()
         if self.uploads is None:
@@ -61,6 +82,7 @@ class Hub(Catalog):
         watcher, self.watcher = self.watcher, None
         if watcher is not None:
             watcher.stop()
+        self.role.stop()
 
     def close(self) -> None:
         self.stop()

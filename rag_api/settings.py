@@ -39,6 +39,14 @@ class Settings(BaseSettings):
     port: int = 8000
     qdrant_url: str | None = None
     qdrant_api_key: str | None = None
+    # replicas (docs/scaling.md): `all` does everything in one process; `writer` (one per
+    # deployment) indexes, writes and runs operations; `reader` (any number) answers and sends
+    # every write to the writer at writer_url. Both need qdrant_url.
+    role: Literal["all", "writer", "reader"] = "all"
+    writer_url: str | None = None
+    # a forwarded write waits this long for the writer to connect, and at most this long between
+    # two pieces of its answer (then 503)
+    writer_timeout_s: float = Field(default=30.0, gt=0)
     ollama_url: str = Field(default_factory=_default_ollama_url)
     api_key: str | None = None
     admin_api_key: str | None = None
@@ -125,7 +133,13 @@ class Settings(BaseSettings):
         return self
 
     @field_validator(
-        "qdrant_url", "qdrant_api_key", "api_key", "admin_api_key", "key", mode="before"
+        "qdrant_url",
+        "qdrant_api_key",
+        "api_key",
+        "admin_api_key",
+        "key",
+        "writer_url",
+        mode="before",
     )
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
@@ -159,3 +173,13 @@ class Settings(BaseSettings):
     @property
     def embedded(self) -> bool:
         return self.qdrant_url is None
+
+    @property
+    def writes(self) -> bool:
+        """Whether this process writes the store (roles `all` and `writer`)."""
+        return self.role != "reader"
+
+    @property
+    def replicated(self) -> bool:
+        """Whether this process is one of several on a shared deployment (`writer`, `reader`)."""
+        return self.role != "all"

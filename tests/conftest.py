@@ -179,8 +179,14 @@ def free_port() -> int:
 class LiveServer:
     """The real app under uvicorn on a loopback port, in a thread."""
 
-    def __init__(self, settings: Settings, hub: Hub | None = None, **app_options: Any) -> None:
-        self.port = free_port()
+    def __init__(
+        self,
+        settings: Settings,
+        hub: Hub | None = None,
+        port: int | None = None,
+        **app_options: Any,
+    ) -> None:
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         settings.host, settings.port = "127.0.0.1", self.port  # what the server records
         self.app = create_app(settings, hub=hub, **app_options)
@@ -222,8 +228,10 @@ def serve() -> Iterator[Callable[..., LiveServer]]:
     keyword options go to create_app (e.g. watch=True)."""
     servers: list[LiveServer] = []
 
-    def start(settings: Settings, hub: Hub | None = None, **app_options: Any) -> LiveServer:
-        server = LiveServer(settings, hub, **app_options).start()
+    def start(
+        settings: Settings, hub: Hub | None = None, port: int | None = None, **app_options: Any
+    ) -> LiveServer:
+        server = LiveServer(settings, hub, port, **app_options).start()
         servers.append(server)
         return server
 

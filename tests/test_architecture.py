@@ -35,6 +35,7 @@ LAYERS = (
     {"answering"},
     {"evaluation", "kbadmin", "openai_compat", "uploads"},
     {"ops"},
+    {"replicas"},  # what several hub processes on one Qdrant deployment share (docs/scaling.md)
     {"hub"},  # the composition root: owns every long-lived service
     {"mcp"},  # the MCP tools over the hub's calls (served by http/ and the CLI)
     {"http"},  # imported by the entry points only

@@ -50,13 +50,13 @@ def global_principals(settings: Settings) -> list[tuple[str, Principal]]:
 
 
 class Keyring:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, file: KeysFile | None = None) -> None:
         self.globals = global_principals(settings)
         self.failures = settings.auth_failures
-        self.file = KeysFile(settings.keys_path)
+        self.file = file or KeysFile(settings.keys_path)  # replicas: the copy in Qdrant
         self.usage_path = settings.keys_path.with_name(settings.keys_path.name + ".usage")
         self._lock = threading.Lock()
-        self._stat: tuple[int, int, int] | None = None
+        self._stat: object = None
         self._checked = 0.0
         self._keys: dict[str, Key] = {}
         self._known: dict[bytes, tuple[str, str]] = {}  # sha256(token) -> (key id, hash matched)
@@ -92,7 +92,7 @@ class Keyring:
             else:
                 said.append(f"{principal.name} reads every collection")
         if count := self.scoped_keys():
-            said.append(f"{count} scoped key(s) from {self.file.path} as their scopes say")
+            said.append(f"{count} scoped key(s) from {self.file} as their scopes say")
         return (
             logging.INFO,
             "access: "
@@ -176,15 +176,11 @@ class Keyring:
             write_atomically(self.usage_path, json.dumps(used, indent=2) + "\n", durable=False)
 
     def _reload(self, force: bool = False) -> None:
-        """Re-read the keys file when its stat changed (looked at once a second at most)."""
+        """Re-read the keys when their stamp changed (looked at once a second at most)."""
         if not force and time.monotonic() - self._checked < RELOAD_S:
             return
         self._checked = time.monotonic()
-        try:
-            st = self.file.path.stat()
-            stat = (st.st_mtime_ns, st.st_size, st.st_ino)
-        except FileNotFoundError:
-            stat = None
+        stat = self.file.stamp()
         if stat == self._stat and not force:
             return
         keys = {key.id: key for key in self.file.load()}

@@ -114,27 +114,49 @@ def scope(names: str | None) -> list[str]:
     return [EVERY] if EVERY in found else sorted(set(found))
 
 
+def keys_of(document: dict[str, Any], where: object) -> list[Key]:
+    try:
+        return [Key(**entry) for entry in document["keys"]]
+    except (KeyError, TypeError) as exc:
+        raise ConfigError(f"{where}: not a keys file ({exc})") from exc
+
+
+def document_of(keys: list[Key]) -> dict[str, Any]:
+    return {"version": 1, "keys": [asdict(key) for key in keys]}
+
+
 class KeysFile:
-    """The file at `path` (RAG_KEYS_FILE): read whole, changed whole."""
+    """The file at `path` (RAG_KEYS_FILE): read whole, changed whole. (Replicas keep the same
+    document in Qdrant: rag_api.replicas.shared_keys.)"""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    def stamp(self) -> object:
+        """Changes when the keys may have changed (the file's stat)."""
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return None
+        return (st.st_mtime_ns, st.st_size, st.st_ino)
 
     def load(self) -> list[Key]:
         if not self.path.exists():
             return []
         try:
             document = json.loads(self.path.read_text(encoding="utf-8"))
-            return [Key(**entry) for entry in document["keys"]]
-        except (ValueError, KeyError, TypeError) as exc:
+        except ValueError as exc:
             raise ConfigError(f"{self.path}: not a keys file ({exc})") from exc
+        return keys_of(document, self.path)
 
     def save(self, keys: list[Key]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if not self.path.exists():  # created 0600; write_atomically keeps a file's mode
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
-        document = {"version": 1, "keys": [asdict(key) for key in keys]}
-        write_atomically(self.path, json.dumps(document, indent=2) + "\n")
+        write_atomically(self.path, json.dumps(document_of(keys), indent=2) + "\n")
 
     def create(
         self,
@@ -187,7 +209,7 @@ class KeysFile:
         keys = self.load()
         found = [key for key in keys if key.id == key_id and key.revoked is None]
         if not found:
-            raise KeyNotFound(f"no live key with id '{key_id}' in {self.path}")
+            raise KeyNotFound(f"no live key with id '{key_id}' in {self}")
         changed = change(found[0])
         self.save([changed if key.id == key_id else key for key in keys])
         return changed

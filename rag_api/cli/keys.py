@@ -1,5 +1,6 @@
-"""`rag-hub keys`: scoped keys in the keys file (RAG_KEYS_FILE); a running server picks up each
-change within a second, without a restart."""
+"""`rag-hub keys`: scoped keys in the keys file (RAG_KEYS_FILE), or with RAG_ROLE writer or reader
+in the deployment's Qdrant (docs/scaling.md); a running server picks up each change within a
+second, without a restart."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import json
 import click
 
 from rag_api.access.keyring import read_usage
-from rag_api.access.keys import KeysFile, parse_duration, scope
+from rag_api.access.keys import parse_duration, scope
 from rag_api.cli.common import domain_errors
+from rag_api.replicas.role import keys_file
 from rag_api.settings import Settings
 
 
@@ -42,7 +44,7 @@ def create(
 ) -> None:
     """Create a key and print its secret, once: only a hash of it is kept."""
     lifetime = parse_duration(expires) if expires else None
-    key, secret = KeysFile(settings.keys_path).create(
+    key, secret = keys_file(settings).create(
         name, scope(read), scope(write), admin, lifetime, metrics
     )
     click.echo(f"created key {key.id} ({name}); its secret, shown only now:")
@@ -56,7 +58,8 @@ def create(
 def list_keys(settings: Settings, as_json: bool) -> None:
     """The keys, their scopes and last use (never a secret)."""
     used = read_usage(settings.keys_path.with_name(settings.keys_path.name + ".usage"))
-    rows = [key.shown(used.get(key.id)) for key in KeysFile(settings.keys_path).load()]
+    found = keys_file(settings)
+    rows = [key.shown(used.get(key.id)) for key in found.load()]
     if as_json:
         click.echo(json.dumps({"keys": rows}, indent=2))
         return
@@ -73,7 +76,7 @@ def list_keys(settings: Settings, as_json: bool) -> None:
             f"{state}  last used {row['last_used'] or 'never'}"
         )
     if not rows:
-        click.echo(f"no scoped keys in {settings.keys_path}")
+        click.echo(f"no scoped keys in {found}")
 
 
 @keys.command("revoke")
@@ -82,7 +85,7 @@ def list_keys(settings: Settings, as_json: bool) -> None:
 @domain_errors
 def revoke(settings: Settings, key_id: str) -> None:
     """Stop a key at once (a running server too)."""
-    key = KeysFile(settings.keys_path).revoke(key_id)
+    key = keys_file(settings).revoke(key_id)
     click.echo(f"revoked key {key.id} ({key.name})")
 
 
@@ -95,7 +98,7 @@ def revoke(settings: Settings, key_id: str) -> None:
 @domain_errors
 def rotate(settings: Settings, key_id: str, grace: str) -> None:
     """A new secret for the key; the old one keeps working for the grace period."""
-    key, secret = KeysFile(settings.keys_path).rotate(key_id, parse_duration(grace))
+    key, secret = keys_file(settings).rotate(key_id, parse_duration(grace))
     click.echo(
         f"rotated key {key.id} ({key.name}); the old secret works until {key.previous_until}"
     )

@@ -28,6 +28,7 @@ from rag_api.http.endpoints import (
     watcher,
 )
 from rag_api.http.error_responses import ERRORS, install_error_handlers
+from rag_api.http.forward import ToWriter
 from rag_api.http.hot_reads import HotReads
 from rag_api.http.json_body import JsonBodies
 from rag_api.http.limits import BodyLimit
@@ -39,6 +40,7 @@ from rag_api.hub import Hub
 from rag_api.kbadmin.writes import drop_temporary
 from rag_api.ops.server.listening import announce, withdraw
 from rag_api.ops.server.readiness import disk_problem
+from rag_api.replicas.role import describe as describe_role
 from rag_api.settings import Settings
 
 log = logging.getLogger("rag_api.http.app")
@@ -57,9 +59,13 @@ def create_app(
         record = None
         try:
             await anyio.to_thread.run_sync(opened.load_models)
-            await anyio.to_thread.run_sync(drop_temporary, opened)  # persist: false ends here
+            if settings.writes:  # persist: false ends here (the writer's to do)
+                await anyio.to_thread.run_sync(drop_temporary, opened)
             log.info(
-                "serving %d collections from %s", len(opened.collections), opened.store.location
+                "serving %d collections from %s as %s",
+                len(opened.collections),
+                opened.store.location,
+                describe_role(settings),
             )
             log.log(*opened.keyring.summary(settings.host))
             low = disk_problem(opened)
@@ -100,6 +106,10 @@ def create_app(
             re.compile(f"^{MCP_PATH}$"): MCP_MAX_BYTES,
         },
     )
+    if settings.role == "reader" and settings.writer_url:  # writes go to the writer, as they came
+        app.add_middleware(
+            ToWriter, writer_url=settings.writer_url, timeout_s=settings.writer_timeout_s
+        )
     app.add_middleware(RequestLog)  # its id and timing cover every layer below
     # outermost: the plain hot reads are answered here, with the checks, id, log and metrics of
     # the layers above in one pass; everything else goes on to them

@@ -246,6 +246,7 @@ class Status(Answer):
     kb_path: str | None
     kb_folder: str | None  # "kb folder missing: ..." when the folder cannot be read
     store: str
+    role: str  # all, writer or reader (docs/scaling.md)
     physical: str | None
     llm: dict[str, Any]  # provider, model and its server's circuit
     # provider, model and its device and precision (local) or its server's circuit (http); null

@@ -67,6 +67,7 @@ def status(hub: Catalog, collection: Collection, indexer: dict[str, Any]) -> Sta
             # None: listable, or no folder (fed through the API); else "kb folder missing: ..."
             "kb_folder": kb.folder_problem(collection.kb_path) if collection.kb_path else None,
             "store": hub.store.location,
+            "role": hub.settings.role,
             "physical": info.physical if info else None,
             "llm": hub.generators.describe(cfg.llm),
             "rerank": hub.rerankers.describe(cfg.rerank),

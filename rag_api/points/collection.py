@@ -19,10 +19,11 @@ from rag_api.config import CollectionConfig, EmbedderConfig
 from rag_api.embedding.bm25 import SparseEncoder, sparse_encoder
 from rag_api.embedding.dims import offline_problem
 from rag_api.embedding.embedders import Embedders
-from rag_api.errors import DimensionMismatch, EmbedderMismatch
+from rag_api.errors import DimensionMismatch, EmbedderMismatch, ReaderReadOnly
 from rag_api.llm.rerankers import Rerankers
 from rag_api.points import generations
 from rag_api.points.locks import ReadWriteLock
+from rag_api.points.published import Published
 from rag_api.points.repetition import Repetition
 from rag_api.points.sequence import ChunkSequence
 from rag_api.points.write_batch import Batch
@@ -77,6 +78,12 @@ class Collection:
         self._info: tuple[float, CollectionInfo | None] | None = None
         self._stored_embedder: tuple[str, str | None] | None = None
         self._indexed: str | None = None  # the physical collection whose indexes are checked
+        # replicas (docs/scaling.md): a reader follows what the writer publishes; the writer
+        # publishes after each write section
+        self.follow: Callable[[str], Published | None] | None = None
+        self.publish: Callable[[Collection], None] | None = None
+        self.published: tuple[str, int] | None = None  # the version a reader last followed
+        self._points_lock.after_write = self._written
 
     @property
     def sparse(self) -> SparseEncoder:
@@ -95,15 +102,39 @@ class Collection:
         """The Qdrant collection behind this name (None before the first write), cached briefly."""
         cached = self._info
         if refresh or cached is None or time.monotonic() - cached[0] > INFO_TTL_S:
-            cached = (time.monotonic(), self.store.info(self.name))
+            cached = (time.monotonic(), self._look_up())
             self._info = cached
         return cached[1]
 
+    def _look_up(self) -> CollectionInfo | None:
+        published = self.follow(self.name) if self.follow is not None else None
+        if published is None:  # not a reader, or nothing published yet: the alias
+            return self.store.info(self.name)
+        if published.embedder != self.cfg.embedder:  # a migration or restore on the writer
+            self.cfg = self.cfg.model_copy(update={"embedder": published.embedder})
+            self._stored_embedder = None
+        self.published = published.version
+        return self.store.info_at(self.name, published.physical)
+
     def version(self) -> tuple:
-        """Changes whenever what a search here reads may have changed in this process: any write
-        of its points, and a switch to another stored collection or configuration (each holds the
-        points lock for writing)."""
-        return (self.cfg, self._points_lock.writes)
+        """Changes whenever what a search here reads may have changed: any write of its points,
+        and a switch to another stored collection or configuration (each holds the points lock
+        for writing); on a reader, any write the writer published (followed within INFO_TTL_S)."""
+        if self.follow is not None:
+            self.info()
+        return (self.cfg, self._points_lock.writes, self.published)
+
+    def _written(self) -> None:
+        if self.publish is not None:
+            self.publish(self)
+
+    def _writes_here(self) -> None:
+        """Refuse a write on a reader: its writes go to the writer (rag_api.http.forward)."""
+        if self.follow is not None:
+            raise ReaderReadOnly(
+                f"'{self.name}' is written by the deployment's writer (RAG_WRITER_URL), "
+                "not by this reader"
+            )
 
     def invalidate(self) -> None:
         self._info = None
@@ -125,6 +156,7 @@ class Collection:
     def writable(self) -> CollectionInfo:
         """The collection for a write, created on first use; refused when its vectors differ in
         dimension or model from collections.yaml (that needs `rag-hub migrate`)."""
+        self._writes_here()
         info = self.info()
         if info is None:
             qdrant = self.cfg.qdrant
@@ -149,8 +181,8 @@ class Collection:
     def ensure_indexes(self, info: CollectionInfo) -> None:
         """Index the metadata keys collections.yaml lists for filtering (once per process)."""
         wanted = self.cfg.retrieval.metadata_indexes
-        if not wanted or self._indexed == info.physical:
-            return
+        if not wanted or self._indexed == info.physical or self.follow is not None:
+            return  # (a reader: the writer indexes)
         fields = {payload.metadata_path(key): kind for key, kind in wanted.items()}
         # no collection lock: an index changes no point, and may be created while writes wait
         self.store.ensure_payload_indexes(info.physical, fields)
@@ -209,13 +241,18 @@ class Collection:
         with self._points_lock.read():
             hits = self.store.search(physical, spec, target.info)
             if keep is None:
-                return hits
+                return self._one_generation(hits)
             kept = keep(hits)
             records = self.store.retrieve(physical, [hit.id for hit in kept])
         stored = {record.id: record.payload for record in records}
         for hit in kept:
             hit.payload = stored.get(hit.id, {})
-        return [hit for hit in kept if hit.id in stored]
+        return self._one_generation([hit for hit in kept if hit.id in stored])
+
+    def _one_generation(self, hits: list[Hit]) -> list[Hit]:
+        """In-process, the points lock keeps a replacement's two operations from a search; a
+        reader, in another process, drops the older generation of a document it finds both of."""
+        return generations.newest(hits) if self.follow is not None else hits
 
     def count(self, selector: Selector = EVERYTHING) -> int:
         """How many points the selector selects (0 before the first write)."""
@@ -298,6 +335,7 @@ class Collection:
     def delete(self, selector: Selector, retire: bool = False) -> int:
         """Delete the selected points; returns how many there were. `retire`: their chunk
         numbers are never handed out again in this process."""
+        self._writes_here()
         with self._target_lock.read():
             info = self.info()
             if info is None:
@@ -327,6 +365,7 @@ class Collection:
 
     def optimize(self) -> None:
         """Build indexes after a bulk load; a write for `writes_held` (it rewrites segments)."""
+        self._writes_here()
         with self._target_lock.read():
             info = self.info(refresh=True)
             if info is not None:
@@ -344,6 +383,7 @@ class Collection:
     def recover(self) -> list[generations.Torn]:
         """Complete the replacements a crash cut short: keep each torn document's newest
         generation (rag_api.points.generations)."""
+        self._writes_here()
         info = self.info(refresh=True)
         if info is None:
             return []
@@ -361,6 +401,7 @@ class Collection:
 
     def switch(self, cfg: CollectionConfig, physical: str | None) -> None:
         """Point the alias at `physical` (None: leave it) and adopt `cfg` together; searches wait."""
+        self._writes_here()
         with self._points_lock.write():
             if physical is not None:
                 self.store.set_alias(self.name, physical)

@@ -69,6 +69,21 @@ def _current(store: Store, physical: str, keys: set[DocumentKey]) -> dict[Docume
     return found
 
 
+def newest(hits: list[Any]) -> list[Any]:
+    """The hits (with `payload`) less those of a document's older generation: what a process sees
+    between another process's two operations of a replacement (a reader of replicas)."""
+    best: dict[DocumentKey, int] = {}
+    for hit in hits:
+        key = document_key(hit.payload)
+        if key is not None:
+            best[key] = max(best.get(key, NONE), generation_of(hit.payload))
+    return [
+        hit
+        for hit in hits
+        if (key := document_key(hit.payload)) is None or generation_of(hit.payload) == best[key]
+    ]
+
+
 @dataclass
 class Torn:
     """A document holding more than one generation: a replacement cut short."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 
@@ -16,6 +16,7 @@ class ReadWriteLock:
         self._writer = False
         self._writers_waiting = 0
         self.writes = 0  # write sections ended
+        self.after_write: Callable[[], None] | None = None  # called as each one ends
 
     @contextmanager
     def read(self) -> Iterator[None]:
@@ -46,3 +47,5 @@ class ReadWriteLock:
                 self._writer = False
                 self.writes += 1
                 self._cond.notify_all()
+            if self.after_write is not None:
+                self.after_write()

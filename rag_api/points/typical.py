@@ -18,7 +18,8 @@ class TypicalPassages:
     """A fixed sample of each collection's stored vectors, read once and renewed as it grows."""
 
     def __init__(self) -> None:
-        self._samples: dict[str, tuple[str, int, np.ndarray]] = {}
+        # name -> (physical, points, the writer's published version on a reader, sample)
+        self._samples: dict[str, tuple[str, int, object, np.ndarray]] = {}
         self._lock = threading.Lock()
 
     def of(self, collection: Collection) -> np.ndarray | None:
@@ -26,13 +27,19 @@ class TypicalPassages:
         if info is None:
             return None
         kept = self._samples.get(collection.name)
-        if kept is not None and kept[0] == info.physical and _close(kept[1], info.points):
-            return kept[2]
+        same = kept is not None and kept[0] == info.physical and kept[2] == collection.published
+        if kept is not None and same and _close(kept[1], info.points):
+            return kept[3]
         records = collection.records(EVERYTHING, [SOURCE], limit=SAMPLE, dense=True)
         rows = [r.dense for r in records if r.dense]
         sample = np.asarray(rows, dtype=np.float32) if rows else np.zeros((0, 0), np.float32)
         with self._lock:
-            self._samples[collection.name] = (info.physical, info.points, sample)
+            self._samples[collection.name] = (
+                info.physical,
+                info.points,
+                collection.published,
+                sample,
+            )
         return sample
 
 

@@ -103,6 +103,10 @@ class Store(ABC):
         physical = self.alias_target(name)
         if physical is None:
             return None
+        return self.info_at(name, physical)
+
+    def info_at(self, name: str, physical: str) -> CollectionInfo:
+        """What the store holds in `physical`, as the collection `name`."""
         info = self.physical_info(physical)
         return CollectionInfo(
             name=name,

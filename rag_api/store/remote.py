@@ -27,6 +27,7 @@ from rag_api.store.base import (
 from rag_api.store.filters import FilterTypes, engine_filter
 from rag_api.store.fusion import Missing, Scored, fuse, one_sided
 from rag_api.store.records import ExportPage, dense_of, hit_from, id_scores, record_from
+from rag_api.store.system import SystemDocs
 from rag_api.store.types import (
     DENSE,
     SPARSE,
@@ -70,6 +71,22 @@ class RemoteStore(Store):
             self._client = QdrantClient(url=url, api_key=api_key, timeout=int(timeout))
             self._guard = nullcontext()
         self._infos: dict[str, tuple[int, str, str | None]] = {}
+        self.system = SystemDocs(self._client, self._call)
+
+    @classmethod
+    def sharing(cls, client: QdrantClient, guard: Any, location: str) -> RemoteStore:
+        """A store on a client another store uses too, behind the same guard: the tests' stand-in
+        for several processes on one Qdrant deployment (tests/replicas)."""
+        store = cls.__new__(cls)
+        store.location, store._client, store._guard = location, client, guard
+        store._infos = {}
+        store.system = SystemDocs(client, store._call)
+        return store
+
+    @property
+    def client(self) -> tuple[QdrantClient, Any]:
+        """The client and its guard, for `sharing`."""
+        return self._client, self._guard
 
     def _call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         try:

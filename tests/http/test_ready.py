@@ -57,6 +57,7 @@ def test_ready_details_need_the_reader_key(tmp_path: Path, make_settings, serve)
     with server.client() as client:
         assert client.get("/ready").json() == {
             "status": "ready",
+            "role": "all",
             "kb_folders": {},
             "llm": {},
             "rerank": {},

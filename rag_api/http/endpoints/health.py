@@ -40,7 +40,9 @@ def ready(hub: OpenedDep, principal: PrincipalDep) -> dict[str, Any]:
     kb_folders = {
         name: problem if detailed else problem.partition(":")[0]
         for name in names
-        if (kb := hub.collections[name].kb_path) is not None and (problem := folder_problem(kb))
+        if hub.settings.writes  # a reader never reads the kb folders: the writer does
+        and (kb := hub.collections[name].kb_path) is not None
+        and (problem := folder_problem(kb))
     }
     # each LLM server's circuit (closed / open / half-open): answers are extractive while open
     circuits = {name: hub.generators.breaker(hub.collections[name].cfg.llm) for name in names}
@@ -51,9 +53,11 @@ def ready(hub: OpenedDep, principal: PrincipalDep) -> dict[str, Any]:
     # each rerank server's circuit: searches keep their retrieval order while open
     rerank = {n: r["circuit"]["state"] for n, r in rerankers.items() if "circuit" in r}
     if not detailed:
-        return {"status": "ready", "kb_folders": kb_folders, "llm": llm, "rerank": rerank}
+        return {"status": "ready", "role": hub.settings.role, "kb_folders": kb_folders,
+                "llm": llm, "rerank": rerank}  # fmt: skip
     body: dict[str, Any] = {
         "status": "ready",
+        "role": hub.settings.role,
         "store": hub.store.location,
         "collections": names,
         "kb_folders": kb_folders,

@@ -55,6 +55,7 @@ class Ready(Answer):
     """GET /ready; `store`, `collections` and `disk` only for a caller with the reader key."""
 
     status: str
+    role: str  # all, writer or reader (docs/scaling.md)
     kb_folders: dict[str, str]  # collection -> why its kb folder cannot be read (still served)
     llm: dict[str, str]  # collection -> its LLM server's circuit: closed, open or half-open
     rerank: dict[str, str] = {}  # collection -> its rerank server's circuit (provider http)

@@ -1,0 +1,101 @@
+"""What this process's role (RAG_ROLE: all, writer, reader) makes of the hub's parts
+(docs/scaling.md): where the scoped keys and stored responses live, whether the collections
+publish their versions or follow the writer's, and the writer's lease."""
+
+from __future__ import annotations
+
+from rag_api.access.keys import KeysFile
+from rag_api.errors import ConfigError
+from rag_api.openai_compat.stored import ResponseStore
+from rag_api.points.collection import Collection
+from rag_api.replicas.lease import WriterLease
+from rag_api.replicas.pointers import Follower, Publisher
+from rag_api.replicas.shared_keys import SharedKeys
+from rag_api.replicas.shared_responses import SharedResponses
+from rag_api.settings import Settings
+from rag_api.store import Store
+from rag_api.store.system import SystemDocs
+
+
+def check(settings: Settings) -> None:
+    """Refuse a role this process cannot take, before anything is opened."""
+    if settings.replicated and settings.embedded:
+        raise ConfigError(
+            f"RAG_ROLE={settings.role} needs RAG_QDRANT_URL: the embedded engine is one process's "
+            "own store, so it has no readers or writer beside it (docs/scaling.md); use "
+            "RAG_ROLE=all, or a Qdrant server or cluster"
+        )
+    if settings.role == "reader" and not settings.writer_url:
+        raise ConfigError(
+            "RAG_ROLE=reader needs RAG_WRITER_URL: the writer this reader sends writes to"
+        )
+
+
+def describe(settings: Settings) -> str:
+    """The role in the start line."""
+    if settings.role == "reader":
+        return f"a reader (writes go to {settings.writer_url})"
+    return {"writer": "the writer", "all": "the only process (RAG_ROLE=all)"}[settings.role]
+
+
+def system_docs(settings: Settings) -> SystemDocs:
+    """The deployment's system documents, through a store of their own (the CLI's keys)."""
+    from rag_api.store import open_store
+
+    store = open_store(settings)
+    return store.system  # type: ignore[attr-defined]
+
+
+def keys_file(settings: Settings, docs: SystemDocs | None = None) -> KeysFile:
+    """The scoped keys: the file of this node, or for replicas the deployment's copy in Qdrant."""
+    if not settings.replicated:
+        return KeysFile(settings.keys_path)
+    return SharedKeys(docs or system_docs(settings), settings.keys_path)
+
+
+class Role:
+    """Made by the hub with its store; `join` its collections, `start` and `stop` with it."""
+
+    def __init__(self, settings: Settings, store: Store) -> None:
+        self.settings = settings
+        self.name = settings.role
+        self.docs: SystemDocs | None = getattr(store, "system", None)
+        self._lease: WriterLease | None = None
+        self._publisher: Publisher | None = None
+
+    def keys(self) -> KeysFile:
+        return keys_file(self.settings, self.docs)
+
+    def responses(self) -> ResponseStore:
+        s = self.settings
+        if s.replicated and self.docs is not None:
+            return SharedResponses(self.docs, s.responses_path, s.responses_ttl, s.responses_max)
+        return ResponseStore(s.responses_path, s.responses_ttl, s.responses_max)
+
+    def join(self, collections: list[Collection]) -> None:
+        """A reader's collections follow the writer; the writer's publish their writes."""
+        if not self.settings.replicated or self.docs is None:
+            return
+        if self.name == "reader":
+            follower = Follower(self.docs)
+            for collection in collections:
+                collection.follow = follower.published
+        else:
+            self._publisher = Publisher(self.docs)
+            for collection in collections:
+                collection.publish = self._publisher.publish
+
+    def start(self, collections: list[Collection]) -> None:
+        """A server that writes a shared deployment takes the writer's lease (refused when another
+        holds it), then publishes where each collection stands."""
+        if not self.settings.writes or self.docs is None:
+            return
+        self._lease = WriterLease(self.docs).take()
+        if self._publisher is not None:
+            for collection in collections:
+                self._publisher.publish(collection)
+
+    def stop(self) -> None:
+        lease, self._lease = self._lease, None
+        if lease is not None:
+            lease.release()

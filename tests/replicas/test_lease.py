@@ -1,0 +1,26 @@
+"""The writer's lease in Qdrant's system collection (qdrant-client's in-memory mode)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from rag_api.errors import AnotherWriter
+from rag_api.replicas.lease import LEASE_S, WriterLease
+from rag_api.store.remote import RemoteStore
+
+
+def test_a_held_lease_refuses_a_second_writer_until_it_is_given_back_or_lapses() -> None:
+    docs = RemoteStore(":memory:").system
+    first = WriterLease(docs).take()
+    with pytest.raises(AnotherWriter, match=r"pid \d+"):
+        WriterLease(docs).take()
+    first.release()  # a clean stop: the next writer starts at once
+    second = WriterLease(docs).take()
+    second._stop.set()  # dies: no renewal, no release
+    with pytest.raises(AnotherWriter):
+        WriterLease(docs).take()
+    later = WriterLease(docs, clock=lambda: time.time() + LEASE_S + 1).take()
+    assert docs.get("lease", "writer")["id"] == later.holder["id"]
+    later.release()
