@@ -58,6 +58,7 @@ MIGRATE_GATE = (
 )
 TWO_RECONCILES = "tests/indexing/test_sync.py::test_two_reconciles_at_once_embed_a_new_file_once"
 SAVE_BURST = "tests/watcher/test_watcher.py::test_save_burst_is_indexed_once_when_quiet"
+REPLICAS = "tests/replicas/test_replicas.py"
 ROTATED = "tests/access/test_keys.py::test_a_rotated_secret_seen_before_stops_when_its_grace_ends"
 THROTTLE = (
     "tests/access/test_keys.py::test_valid_scoped_keys_never_count_toward_the_failed_attempt_limit"
@@ -292,6 +293,50 @@ MUTANTS = [
         "        if self._index is None:\n            found = []",
         "        if True:\n            found = []",
         (NO_SCAN,),
+    ),
+    Mutant(
+        "a reader keeps both generations of a document being replaced",
+        "rag_api/points/collection.py",
+        "return generations.newest(hits) if self.follow is not None else hits",
+        "return hits",
+        (
+            REPLICAS
+            + "::test_a_reader_between_the_two_operations_of_a_replacement_answers_from_one_version",
+        ),
+    ),
+    Mutant(
+        "a reader follows the alias, not the writer's published collection and embedder",
+        "rag_api/points/collection.py",
+        "published = self.follow(self.name) if self.follow is not None else None",
+        "published = None",
+        (
+            REPLICAS
+            + "::test_a_migration_and_a_restore_are_followed_by_a_reader_querying_throughout",
+        ),
+    ),
+    Mutant(
+        "a reader with no keys document yet is open",
+        "rag_api/replicas/shared_keys.py",
+        "        return self._missing\n",
+        "        return False\n",
+        (REPLICAS + "::test_a_reader_before_any_writer_refuses_every_key_rather_than_opening",),
+    ),
+    Mutant(
+        "a second writer is let in",
+        "rag_api/replicas/lease.py",
+        "        if age < LEASE_S:",
+        "        if age < 0:",
+        (REPLICAS + "::test_a_second_writer_is_refused", "tests/replicas/test_lease.py"),
+    ),
+    Mutant(
+        "a reader writes uploads itself",
+        "rag_api/http/forward.py",
+        r'|^/v1/collections/[^/]+/files(/|$)")',
+        '")',
+        (
+            REPLICAS
+            + "::test_a_write_sent_to_a_reader_lands_through_the_writer_and_every_reader_reads_it",
+        ),
     ),
 ]
 

@@ -70,7 +70,7 @@ class Keyring:
         """Whether any key was ever set: then no route is open (revoking or expiring the last
         scoped key closes the hub rather than opening it; deleting the keys file opens it)."""
         self._reload()
-        return bool(self.globals or self._keys)
+        return bool(self.globals or self._keys or self.file.closed)
 
     def scoped_keys(self) -> int:
         self._reload()

@@ -135,6 +135,11 @@ class KeysFile:
     def __str__(self) -> str:
         return str(self.path)
 
+    @property
+    def closed(self) -> bool:
+        """Whether every key must be refused (keys that cannot be known yet)."""
+        return False
+
     def stamp(self) -> object:
         """Changes when the keys may have changed (the file's stat)."""
         try:

@@ -50,7 +50,7 @@ def keys_file(settings: Settings, docs: SystemDocs | None = None) -> KeysFile:
     """The scoped keys: the file of this node, or for replicas the deployment's copy in Qdrant."""
     if not settings.replicated:
         return KeysFile(settings.keys_path)
-    return SharedKeys(docs or system_docs(settings), settings.keys_path)
+    return SharedKeys(docs or system_docs(settings), settings.keys_path, settings.writes)
 
 
 class Role:

@@ -64,7 +64,8 @@ def within_bound(check: Callable[[], Any]) -> float:
 @pytest.fixture
 def deployment(tmp_path: Path, serve: Callable[..., LiveServer]) -> Iterator[Deployment]:
     client, guard = QdrantClient(location=":memory:"), threading.RLock()
-    config = write_config(tmp_path / "collections.yaml", {"docs": hash_collection()})
+    (tmp_path / "kb").mkdir()  # the writer's: uploads land there
+    config = write_config(tmp_path / "collections.yaml", {"docs": hash_collection(tmp_path / "kb")})
     hubs: list[Hub] = []
     writer_port = free_port()
 
@@ -122,11 +123,17 @@ def test_a_write_sent_to_a_reader_lands_through_the_writer_and_every_reader_read
     assert found(deployment.writer, "refund window", "30 days")
     for reader in (reader1, reader2):
         within_bound(lambda r=reader: found(r, "refund window", "30 days"))
-    with deployment.http(reader2) as http:
+    with deployment.http(reader2) as http:  # a file uploaded through a reader, its job followed
+        files = [("files", ("shipping.md", b"# Shipping\n\nParcels ship within 5 days.\n"))]
+        started = http.post("/v1/collections/docs/files", files=files)
+        assert started.status_code == 202, started.text
+        url = f"/v1/jobs/{started.json()['id']}"
+        job = wait_for(lambda: (j := http.get(url).json())["status"] in ("done", "failed") and j)
+        assert job["status"] == "done", job
         status = http.get("/v1/rag/status").json()
-        jobs = http.get("/v1/jobs")  # the writer's jobs, through the reader
-    assert status["role"] == "reader" and status["chunks"] == 1
-    assert jobs.status_code == 200
+    assert (deployment.writer_hub.collections["docs"].kb_path / "shipping.md").exists()
+    within_bound(lambda: found(reader1, "parcels ship", "5 days"))
+    assert status["role"] == "reader"
     with deployment.http(reader1) as http:
         assert http.get("/ready").json()["role"] == "reader"
     with deployment.http(deployment.writer) as http:
@@ -338,3 +345,24 @@ def test_a_replica_on_the_embedded_engine_is_refused_at_start(tmp_path: Path, ro
     with pytest.raises(ConfigError, match="RAG_QDRANT_URL"):
         Hub.open(settings)
     assert not (tmp_path / "data" / "qdrant").exists()  # refused before the store was opened
+
+
+def test_a_reader_before_any_writer_refuses_every_key_rather_than_opening(
+    tmp_path: Path, serve: Callable[..., LiveServer]
+) -> None:
+    """No global key, and no keys document yet (the writer creates it): a reader stays closed."""
+    config = write_config(tmp_path / "collections.yaml", {"docs": hash_collection()})
+    settings = Settings(
+        config=config,
+        data_dir=tmp_path / "reader",
+        qdrant_url="http://qdrant.test:6333",
+        role="reader",
+        writer_url="http://127.0.0.1:9",
+    )
+    hub = Hub.open(settings, store=RemoteStore(":memory:"))
+    try:
+        with serve(settings, hub).client() as http:
+            assert http.get("/health").status_code == 200
+            assert_error_shape(http.get("/v1/rag/status"), 401, "UNAUTHORIZED")
+    finally:
+        hub.close()
