@@ -329,10 +329,10 @@ MUTANTS = [
         (REPLICAS + "::test_a_second_writer_is_refused", "tests/replicas/test_lease.py"),
     ),
     Mutant(
-        "a reader writes uploads itself",
+        "a reader answers for the writer's jobs itself",
         "rag_api/http/forward.py",
-        r'|^/v1/collections/[^/]+/files(/|$)")',
-        '")',
+        r'"^/v1/(jobs|ops|indexer)(/|$)',
+        r'"^/v1/(ops|indexer)(/|$)',
         (
             REPLICAS
             + "::test_a_write_sent_to_a_reader_lands_through_the_writer_and_every_reader_reads_it",
