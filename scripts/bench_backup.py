@@ -8,15 +8,24 @@ stores per point), then measures:
   - restore: seconds and MB/s (restored --as a second name, the live one untouched);
   - the p95 of /v1/rag/context over HTTP, --callers callers (processes of their own, as the
     voice pipeline is) calling for --seconds while backups alternate with quiet spells as long:
-    calls during a backup over calls outside every backup (target <= 1.2x).
+    calls during a backup over calls outside every backup (target <= 1.2x);
+  - with --baseline-tree (another checkout, e.g. a `git worktree` of main): the last backup
+    restored by this checkout and by that one, each into a fresh store of its own in a child
+    process, alternating --restores times each, and the ratio of the medians.
 Usage: PYTHONPATH=. python scripts/bench_backup.py [--chunks 20000] [--callers 2] [--seconds 60]
+       [--baseline-tree /tmp/wt-main] [--restores 2]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
+import os
 import shutil
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from multiprocessing import Queue
@@ -26,7 +35,9 @@ import httpx
 
 from rag_api.hub import Hub
 from rag_api.ops.backup.restore import restore_backup
+from scripts.evallib.baseline import add_baseline_tree
 from scripts.evallib.hub import HASH, write_numbered, written_settings
+from scripts.evallib.paths import REPO
 from scripts.evallib.server import app_server
 from scripts.evallib.stats import nearest_p95_ms
 
@@ -91,12 +102,62 @@ def split(spans: list[tuple[float, float]], windows: list[tuple[float, float]]):
     return during, without
 
 
+# what a child process runs with a tree's code first on its path: the backup into a fresh store
+RESTORE_CHILD = """
+import json, sys, time
+from pathlib import Path
+from rag_api.hub import Hub
+from rag_api.ops.backup.restore import restore_backup
+from scripts.evallib.hub import HASH, written_settings
+backup, root = Path(sys.argv[1]), Path(sys.argv[2])
+entry = {"embedder": HASH, "llm": {"provider": "extractive"}}
+hub = Hub.open(written_settings(root, {"b": entry}, ollama_url="http://127.0.0.1:9"))
+try:
+    started = time.perf_counter()
+    restore_backup(hub, backup, as_name="b_restored")
+    print(json.dumps({"seconds": time.perf_counter() - started}))
+finally:
+    hub.close()
+"""
+
+
+def restore_in(tree: Path, backup: Path, root: Path) -> float:
+    """Seconds `tree`'s code takes to restore `backup` into a fresh store under `root` (a child
+    process with that tree's code; its imports not counted)."""
+    done = subprocess.run(
+        [sys.executable, "-c", RESTORE_CHILD, str(backup), str(root)],
+        env={**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1"},
+        cwd=tree, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        raise SystemExit(f"restore with {tree} failed:\n{done.stderr[-2000:]}")
+    shutil.rmtree(root, ignore_errors=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])["seconds"]
+
+
+def side_by_side(baseline: Path, backup: Path, tmp: Path, rounds: int) -> str:
+    """The backup restored by this checkout and by `baseline`, alternating, `rounds` each."""
+    times: dict[str, list[float]] = {"hub": [], "baseline": []}
+    for n in range(rounds):
+        order = ("baseline", "hub") if n % 2 == 0 else ("hub", "baseline")
+        for which in order:
+            tree = REPO if which == "hub" else baseline.resolve()
+            times[which].append(restore_in(tree, backup, tmp / f"restore-{which}-{n}"))
+    mine, base = (statistics.median(times[k]) for k in ("hub", "baseline"))
+    runs = {k: ", ".join(f"{t:.2f}" for t in v) for k, v in times.items()}
+    return (f"restore into a fresh store, {rounds} each, alternating: this checkout {runs['hub']} s; "
+            f"baseline {runs['baseline']} s; median {mine:.2f} s vs {base:.2f} s: "
+            f"{mine / base:.2f}x")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=20_000)
     parser.add_argument("--callers", type=int, default=2)
     parser.add_argument("--seconds", type=float, default=60.0, help="calls measured, in all")
     parser.add_argument("--port", type=int, default=8766)
+    parser.add_argument("--restores", type=int, default=2, help="restores each, with a baseline")
+    add_baseline_tree(parser)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         entry = {"embedder": HASH, "llm": {"provider": "extractive"}}
@@ -141,6 +202,11 @@ def main() -> None:
             restore_backup(hub, Path(last["path"]), as_name="b_restored")
             restore_s = time.perf_counter() - started
         hub.close()
+        compared = None
+        if args.baseline_tree:
+            compared = side_by_side(
+                args.baseline_tree, Path(last["path"]), Path(tmp), args.restores
+            )
 
     backup_s = sorted(b["seconds"] for b in backups)[len(backups) // 2]
     held_s = max(b["held_s"]["b"] for b in backups)
@@ -159,6 +225,8 @@ def main() -> None:
     base, busy = nearest_p95_ms(baseline), nearest_p95_ms(during)
     print(f"/v1/rag/context p95: {base:.1f} ms without a backup ({len(baseline)} calls), "
           f"{busy:.1f} ms during backups ({len(during)} calls): {busy / base:.2f}x (target <= 1.2x)")  # fmt: skip
+    if compared:
+        print(compared)
 
 
 if __name__ == "__main__":

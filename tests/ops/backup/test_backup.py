@@ -166,6 +166,67 @@ def test_truncated_even_with_a_matching_manifest_is_refused(world, tmp_path: Pat
         hub.close()
 
 
+def _rewritten(folder: Path, lines: list[bytes], points: int | None = None) -> None:
+    """The docs file rewritten as these lines and the manifest re-hashed to match (a copy tool
+    that re-hashed what it got): only the counts and the lines themselves are left to check."""
+    data = folder / fmt.collection_file("docs")
+    data.write_bytes(gzip.compress(b"".join(lines)))
+    manifest = json.loads((folder / fmt.MANIFEST).read_text())
+    manifest["collections"]["docs"].update(fmt.file_entry(data))
+    if points is not None:
+        manifest["collections"]["docs"]["points"] = points
+    (folder / fmt.MANIFEST).write_text(json.dumps(fmt.seal(manifest)))
+
+
+def test_a_manifest_whose_count_differs_from_the_header_is_refused(world, tmp_path: Path) -> None:
+    """The manifest's point count is checked against the file's header before anything is
+    touched (verification is by hashes and counts; no vector is decoded to check a backup)."""
+    settings, kb = world
+    hub = opened(settings)
+    try:
+        populate(hub.collection("docs"), kb)
+        folder = Path(take_backup(hub, to=tmp_path / "b").path)
+        before = state(hub, "docs")
+        lines = gzip.decompress((folder / fmt.collection_file("docs")).read_bytes())
+        _rewritten(folder, lines.splitlines(keepends=True), points=len(before) + 1)
+        with pytest.raises(BackupInvalid, match="the manifest"):
+            restore_backup(hub, folder)
+        assert hub.store.physical_collections() == ["docs__v1"]
+        assert state(hub, "docs") == before
+    finally:
+        hub.close()
+
+
+def test_a_line_that_passes_the_hashes_but_not_decoding_is_refused(world, tmp_path) -> None:
+    """Verification does not decode the vectors; the restore does, once, as it writes them: a line
+    that does not decode fails the restore before the swap, its new collection dropped, the live
+    one untouched."""
+    settings, kb = world
+    hub = opened(settings)
+    try:
+        populate(hub.collection("docs"), kb)
+        before = state(hub, "docs")
+        good = Path(take_backup(hub, to=tmp_path / "b").path)
+        lines = gzip.decompress((good / fmt.collection_file("docs")).read_bytes())
+        lines = lines.splitlines(keepends=True)
+        bad_vector, bad_dim = _copy(good, tmp_path / "vector"), _copy(good, tmp_path / "dim")
+        point = json.loads(lines[-1])
+        point["dense"] = "not base64 at all!"
+        _rewritten(bad_vector, [*lines[:-1], json.dumps(point).encode() + b"\n"])
+        point["dense"] = json.loads(fmt.encode_point(PointData("x", [0.5] * 3, {})))["dense"]
+        _rewritten(bad_dim, [*lines[:-1], json.dumps(point).encode() + b"\n"])
+
+        fmt.verify(bad_vector)  # hashes and counts match
+        for bad, says in [(bad_vector, "unreadable"), (bad_dim, "has a 3d vector")]:
+            with pytest.raises(BackupInvalid, match=says):
+                restore_backup(hub, bad)
+            assert hub.store.physical_collections() == ["docs__v1"]
+            assert hub.store.alias_target("docs") == "docs__v1"
+            assert state(hub, "docs") == before
+    finally:
+        hub.close()
+
+
 def test_another_embedder_is_refused_unless_adopted(world, tmp_path: Path) -> None:
     settings, kb = world
     hub = opened(settings)
