@@ -7,7 +7,8 @@ again: larger collections are the same points with new ids and their dense vecto
 (Gaussian noise, sigma 0.01, renormalised), so the graph is not a set of exact duplicates.
 
 Part 1, `reader`: one qdrant-client in local mode holds the 10k points (these machines run no
-Qdrant server), shared by the hubs of this process behind one lock; in turns, a hub with
+Qdrant server; its dense side only: it scores sparse vectors in Python), shared by the hubs of
+this process behind one lock; in turns, a hub with
 RAG_ROLE=all, and a reader (its writer beside it, publishing) answer POST /v1/rag/context over
 HTTP, one caller, questions never asked before. The ratio reader/all of the p50 and p95 is the
 per-request cost of coherence (following the writer's published version, shared keys).
@@ -31,6 +32,7 @@ import threading
 import uuid
 from pathlib import Path
 
+import httpx
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,16 +40,22 @@ sys.path.insert(0, str(REPO))
 
 from qdrant_client import QdrantClient  # noqa: E402
 
+from rag_api.config import read_yaml  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
+from rag_api.replicas.pointers import Publisher  # noqa: E402
+from rag_api.replicas.shared_keys import SharedKeys  # noqa: E402
+from rag_api.settings import Settings  # noqa: E402
 from rag_api.store import PointData, Store  # noqa: E402
 from rag_api.store.remote import RemoteStore  # noqa: E402
 from scripts.bench_voice import (  # noqa: E402
     Questions,
+    call_context,
     over_http,
     question_pool,
     settings_for,
 )
 from scripts.evallib import default_data_dir, latency_summary, load_dataset  # noqa: E402
+from scripts.evallib.hub import written_settings  # noqa: E402
 from scripts.evallib.paths import BENCH  # noqa: E402
 from scripts.evallib.server import app_server, free_port, hub_server  # noqa: E402
 from scripts.evallib.stats import machine_line  # noqa: E402
@@ -91,54 +99,80 @@ def load(store: Store, points: list[PointData]) -> None:
     store.optimize(physical)
 
 
+def dense_settings(root: Path) -> Settings:
+    """The shipped `docs` collection searching its dense vectors only: qdrant-client's local mode
+    scores sparse vectors in Python (~0.8 s a query at 10k chunks), its dense side in numpy."""
+    shipped = read_yaml((REPO / "collections.yaml").read_text(), REPO / "collections.yaml")
+    docs = shipped["collections"]["docs"]
+    retrieval = {**docs.get("retrieval", {}), "mode": "dense"}
+    chosen = {**docs, "kb": None, "llm": {"provider": "extractive"}, "retrieval": retrieval}
+    return written_settings(root, {"docs": chosen})
+
+
 def reader_part(args: argparse.Namespace, points: list[PointData], queries: Questions) -> None:
     client, guard = QdrantClient(location=":memory:"), threading.RLock()
 
     def store() -> RemoteStore:
         return RemoteStore.sharing(client, guard, "qdrant (one local-mode client)")
 
-    load(store(), points)
+    load(store(), points[: args.reader_chunks])
     work = args.data_dir / "reader"
     shutil.rmtree(work, ignore_errors=True)
-    base = settings_for(work)  # the shipped `docs` collection
+    base = dense_settings(work)
 
-    def settings(node: str, role: str, port: int):  # noqa: ANN202
-        return base.model_copy(
+    def opened(role: str) -> tuple[Hub, Settings]:
+        node = base.model_copy(
             update={
-                "data_dir": work / node,
+                "data_dir": work / role,
                 "qdrant_url": "http://qdrant.local:6333",
                 "role": role,
-                "port": port,
+                "port": free_port(),
                 "writer_url": "http://127.0.0.1:9",
             }  # fmt: skip
         )
+        hub = Hub.open(node, store=store())
+        hub.load_models()
+        return hub, node
 
-    results: dict[str, list[float]] = {"RAG_ROLE=all": [], "reader": []}
-    for _ in range(args.rounds):
-        for label in results:
-            port = free_port()
-            if label == "reader":
-                writer = Hub.open(settings("writer", "writer", 0), store=store()).start()
-                node = settings("reader", "reader", port)
-            else:
-                writer, node = None, settings("all", "all", port)
-            hub = Hub.open(node, store=store())
-            try:
-                hub.load_models()
-                with app_server(node, hub) as url:
-                    over_http(url, queries, 1, 3)  # warm-up
-                    results[label] += over_http(url, queries, 1, args.seconds)[0]["total"]
-            finally:
-                hub.close()
-                if writer is not None:
-                    writer.close()
-    print(f"\nreader vs all, {len(points)} chunks, local-mode Qdrant, one caller, /v1/rag/context")
+    (alone, alone_settings), (reader, reader_settings) = opened("all"), opened("reader")
+    # what a writer does at its start: create the keys document, publish the collection
+    SharedKeys(store().system, work / "keys.json", imports=True).stamp()
+    Publisher(store().system).publish(alone.collections["docs"])
+    times: dict[str, list[float]] = {"RAG_ROLE=all": [], "reader": []}
+    try:
+        with (
+            app_server(alone_settings, alone) as first,
+            app_server(reader_settings, reader) as second,
+        ):
+            urls = {"RAG_ROLE=all": first, "reader": second}
+            clients = {label: httpx.Client(base_url=url, timeout=30) for label, url in urls.items()}
+            for http in clients.values():  # warm-up
+                for _ in range(5):
+                    call_context(http, next(queries), _record())
+            for n in range(args.pairs):  # request by request, in turns, the order alternating
+                for label in sorted(clients, reverse=n % 2 == 1):
+                    record = _record()
+                    call_context(clients[label], next(queries), record)
+                    times[label] += record["total"]
+    finally:
+        alone.close()
+        reader.close()
+    print(
+        f"\nreader vs all: {args.reader_chunks} chunks, local-mode Qdrant (dense), one caller, "
+        "/v1/rag/context, request by request in turns"
+    )
     print(f"{'':<16}{'n':>6}{'p50 ms':>9}{'p95 ms':>9}")
-    for label, times in results.items():
-        s = latency_summary(times)
-        print(f"{label:<16}{len(times):>6}{s['p50_ms']:>9.2f}{s['p95_ms']:>9.2f}")
-    a, r = (latency_summary(results[k]) for k in results)
+    for label, taken in times.items():
+        s = latency_summary(taken)
+        print(f"{label:<16}{len(taken):>6}{s['p50_ms']:>9.2f}{s['p95_ms']:>9.2f}")
+    a, r = (latency_summary(times[k]) for k in times)
     print(f"reader/all: p50 {r['p50_ms'] / a['p50_ms']:.3f}x, p95 {r['p95_ms'] / a['p95_ms']:.3f}x")
+    paired = np.asarray(times["reader"]) - np.asarray(times["RAG_ROLE=all"])
+    print(f"reader - all, median of the pairs: {np.median(paired) * 1000:+.2f} ms")
+
+
+def _record() -> dict[str, list[float]]:
+    return {"total": [], "embed": [], "search": [], "http": []}
 
 
 def cpu_seconds(pid: int) -> float:
@@ -172,7 +206,7 @@ def sizing_part(args: argparse.Namespace, points: list[PointData], queries: Ques
             finally:
                 hub.close()
         with hub_server(settings.config, settings.data_dir, free_port()) as url:
-            pid = _pid(settings.data_dir)
+            pid = _pid(settings.qdrant_path)
             over_http(url, queries, 1, 3)  # warm-up: models and the engine's pages
             cpu0 = cpu_seconds(pid)
             record, _ = over_http(url, queries, args.callers, args.seconds)
@@ -186,8 +220,9 @@ def sizing_part(args: argparse.Namespace, points: list[PointData], queries: Ques
             )
 
 
-def _pid(data_dir: Path) -> int:
-    return int(json.loads((data_dir / "server.json").read_text())["pid"])
+def _pid(store: Path) -> int:
+    """The server's process, from the record it keeps beside the embedded store's lock."""
+    return int(json.loads((store / "server.json").read_text())["pid"])
 
 
 def main() -> None:
@@ -196,7 +231,8 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=BENCH / "scaling")
     parser.add_argument("--part", choices=["reader", "sizing", "both"], default="both")
     parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--pairs", type=int, default=600, help="reader: requests to each")
+    parser.add_argument("--reader-chunks", type=int, default=2000)
     parser.add_argument("--callers", type=int, default=2, help="sizing: callers at once")
     parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 100_000])
     args = parser.parse_args()

@@ -72,6 +72,7 @@ class RemoteStore(Store):
             self._guard = nullcontext()
         self._infos: dict[str, tuple[int, str, str | None]] = {}
         self.system = SystemDocs(self._client, self._call)
+        self._owner = True  # closes the client at the end
 
     @classmethod
     def sharing(cls, client: QdrantClient, guard: Any, location: str) -> RemoteStore:
@@ -81,6 +82,7 @@ class RemoteStore(Store):
         store.location, store._client, store._guard = location, client, guard
         store._infos = {}
         store.system = SystemDocs(client, store._call)
+        store._owner = False  # the client outlives this store
         return store
 
     @property
@@ -353,7 +355,8 @@ class RemoteStore(Store):
         return Missing(cosines, dict.fromkeys(dense_only, 0.0) | dict(id_scores(response.points)))
 
     def close(self) -> None:
-        self._call(self._client.close)
+        if self._owner:
+            self._call(self._client.close)
 
 
 def _sparse(vector: SparseVec) -> m.SparseVector:
