@@ -6,8 +6,10 @@ surface's declared answers. The app keeps the hub and nothing else (`app.state.h
 opens one per command.
 
 The layers below the surfaces take the hub as a `Catalog` (rag_api.catalog): the store, the
-collections and their models. What only a server runs — uploads, the watcher — starts with
-`start()` and stops with `stop()`; `close()` stops them too, then closes the catalog.
+collections and their models. What only a server runs — uploads, the watcher, the writer's lease —
+starts with `start()` and stops with `stop()`; `close()` stops them too, then closes the catalog.
+The role (`RAG_ROLE`, rag_api.replicas.role) decides where the keys and stored responses live and
+whether the collections publish their writes or follow another process's (docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -37,9 +39,8 @@ class Hub(Catalog):
         # all, writer or reader: where shared state lives, and who writes (docs/scaling.md)
         self.role = Role(settings, store)
         self.role.join(list(self.collections.values()))
-        self.keyring = Keyring(
-            settings, self.role.keys()
-        )  # who may do what: global and scoped keys
+        # who may do what: global and scoped keys
+        self.keyring = Keyring(settings, self.role.keys())
         self.generation = GenerationPool(settings.max_generations)  # where LLM work runs
         self.responses = self.role.responses()  # /v1/responses kept for previous_response_id
         # the surfaces as calls (HTTP, the CLI and agents' tools call these)
