@@ -28,6 +28,22 @@ from rag_api.store.types import (
 )
 
 PAYLOAD_INDEXES = payload.INDEXED
+# integer fields no vector search filters on (a search filters on sources, metadata, type and
+# quality): only scrolls, counts and deletes look them up, `seq` by its value, `chunk_index` by a
+# range. Their indexes get no HNSW links (the extra graph edges an engine builds per indexed value
+# for filtered searches, two thirds of an index build) and only the lookup they serve: how each
+# engine creates them (the kind stays "integer"; an existing collection keeps the index it has)
+UNLINKED_INDEXES: dict[str, dict[str, bool]] = {
+    payload.SEQ: {"lookup": True, "range": False},
+    payload.CHUNK_INDEX: {"lookup": False, "range": True},
+}
+
+
+def unlinked(field: str, kind: str) -> dict[str, bool] | None:
+    """The integer index parameters of a field searches never filter on (None: the engine's default
+    index of that kind, links included)."""
+    params = UNLINKED_INDEXES.get(field) if kind == "integer" else None
+    return None if params is None else {**params, "enable_hnsw": False}
 
 
 def engine_ids(ids: Sequence[str]) -> list[int | str]:

@@ -22,6 +22,7 @@ from rag_api.store.base import (
     annotate,
     engine_ids,
     point_vectors,
+    unlinked,
 )
 from rag_api.store.diskspace import (
     INDEX_BYTES,
@@ -154,7 +155,9 @@ class EdgeStore(Store):
     def create_payload_index(self, physical: str, field: str, kind: str) -> None:
         points = self._shard(physical).info().points_count
         self.disk.require(INDEX_BYTES + 64 * points, f"index '{field}' of '{physical}'")
-        operation = qe.UpdateOperation.create_field_index(field, SCHEMA[kind])
+        params = unlinked(field, kind)
+        schema = SCHEMA[kind] if params is None else qe.IntegerIndexParams(**params)
+        operation = qe.UpdateOperation.create_field_index(field, schema)
         engine_call(self._shard(physical).update, operation)
 
     # --- points ------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from rag_api.store.base import (
     engine_ids,
     hnsw_ef,
     point_vectors,
+    unlinked,
 )
 from rag_api.store.filters import FilterTypes, engine_filter
 from rag_api.store.fusion import Missing, Scored, fuse, one_sided
@@ -161,7 +162,11 @@ class RemoteStore(Store):
         return {field: str(index.data_type.value) for field, index in schema.items()}
 
     def create_payload_index(self, physical: str, field: str, kind: str) -> None:
-        self._call(self._client.create_payload_index, physical, field, _SCHEMA[kind], wait=True)
+        params = unlinked(field, kind)
+        schema: Any = _SCHEMA[kind]
+        if params is not None:
+            schema = m.IntegerIndexParams(type=m.IntegerIndexType.INTEGER, **params)
+        self._call(self._client.create_payload_index, physical, field, schema, wait=True)
 
     def drop_physical(self, physical: str) -> None:
         self._infos.pop(physical, None)
