@@ -12,7 +12,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install install-dev lock run test lint format clean
+.PHONY: install install-dev lock run test test-lowest lint format clean
 
 # Two lock files, both written by `make lock` from pyproject.toml, pin what CI tested:
 #   requirements.lock      the server: the dependencies and every format extra (`make install`,
@@ -64,6 +64,54 @@ test: install-dev
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not serial" $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -m serial $(PYTEST_ARGS)
 
+# the floors of pyproject.toml installed together, in .venv-lowest: $(TORCH) first (the CPU build,
+# as above: torch's own floor is not tried), then the lowest version pyproject.toml allows of every
+# other dependency and format extra, with pytest and its plugins at their floors (uv's
+# lowest-direct resolution: what those pull in comes at the newest version that fits), `pip check`,
+# and a smoke selection of the suite (2 minutes in all on 2 cores, 75 s of tests): the HTTP API,
+# both local engines, the bundled models and their ONNX export, the formats, the CLI, the watcher,
+# MCP, and the LLM upstreams through the OpenAI-compatible chat API. The rest of the dev extra
+# (ruff, Playwright, testcontainers, langchain-openai) stays out: it would lift openai's floor; and
+# most of tests/openai_compat drive the hub with a newer openai client (client.responses).
+# Copies, not uv's hard links: nltk (through llama-index-core) refuses to read a hard-linked file.
+# $(LOWEST)/requirements.txt lists what was installed; the ONNX exports go to $(LOWEST)/models.
+LOWEST := .venv-lowest
+LOWEST_UV := $(LOWEST)/uv/bin/uv
+LOWEST_RUNNERS := pytest pytest-timeout pytest-xdist
+LOWEST_TESTS ?= tests/test_architecture.py tests/test_dependencies.py tests/test_config.py \
+	tests/test_hub.py tests/test_api.py tests/http/test_ready.py tests/http/test_request_log.py \
+	tests/store/test_engines.py tests/indexing/test_formats.py tests/watcher/test_watcher.py \
+	tests/mcp/test_mcp_http.py tests/llm/test_generation.py \
+	tests/embedding/test_onnx.py::test_fp32_export_gives_the_torch_vectors \
+	tests/embedding/test_onnx.py::test_int8_stays_close_to_fp32 \
+	tests/openai_compat/upstream/test_openai_tools.py::test_a_two_turn_tool_exchange \
+	tests/openai_compat/upstream/test_openai_tools.py::test_a_json_schema_round_trip \
+	'tests/openai_compat/test_openai_stream.py::test_client_disconnect_stops_the_upstream[chat]' \
+	tests/cli/test_cli.py::test_index_twice_embeds_zero_the_second_time
+$(LOWEST)/.installed: pyproject.toml requirements-dev.lock
+	rm -rf $(LOWEST)
+	$(PYTHON) -m venv $(LOWEST)
+	$(LOWEST)/bin/pip install --quiet --upgrade pip
+	$(LOWEST)/bin/pip install --quiet $(TORCH)
+	$(LOWEST)/bin/pip install --quiet --target $(LOWEST)/uv $$(grep -m1 '^uv==' requirements-dev.lock)
+	$(LOWEST)/bin/pip freeze | grep '^torch==' > $(LOWEST)/torch.txt  # torch==2.13.0+cpu: kept
+	$(LOWEST)/bin/python -c 'import re, sys, tomllib; \
+		dev = tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["dev"]; \
+		print(*(r for r in dev if re.match(r"[\w.-]+", r)[0] in sys.argv[1:]), sep="\n")' \
+		$(LOWEST_RUNNERS) > $(LOWEST)/runners.txt
+	$(LOWEST_UV) pip compile pyproject.toml $(LOWEST)/torch.txt $(LOWEST)/runners.txt \
+		--extra formats --resolution lowest-direct --python $(LOWEST)/bin/python --quiet \
+		$(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS)) -o $(LOWEST)/requirements.txt
+	$(LOWEST_UV) pip install --quiet --python $(LOWEST)/bin/python -r $(LOWEST)/requirements.txt \
+		--link-mode copy $(if $(PIP_FIND_LINKS),--find-links $(PIP_FIND_LINKS))
+	$(LOWEST)/bin/pip install --quiet --no-deps -e .
+	$(LOWEST)/bin/pip check
+	touch $@
+
+test-lowest: $(LOWEST)/.installed
+	RAG_MODEL_CACHE=$(CURDIR)/$(LOWEST)/models $(LOWEST)/bin/python -m pytest -n $(TEST_WORKERS) \
+		-m "not serial" $(LOWEST_TESTS) $(PYTEST_ARGS)
+
 lint: install-dev
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
@@ -73,4 +121,4 @@ format: install-dev
 	$(BIN)/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) data .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(LOWEST) data .pytest_cache .ruff_cache

@@ -200,6 +200,9 @@ class LiveServer:
             self._server.run()
         except SystemExit as exc:  # uvicorn exits when the lifespan fails to start
             self.exit_code = int(exc.code or 0)
+        else:
+            if not self._server.started:  # uvicorn < 0.50 returns; uvicorn.run exits 3 then
+                self.exit_code = 3
 
     @property
     def hub(self) -> Hub:
