@@ -75,6 +75,9 @@ class Settings(BaseSettings):
     # at most this many questions embedded in one call (rag_api/embedding/query_batches.py);
     # 1 = each alone
     query_batch: int = Field(default=8, ge=1, le=64)
+    # batch compute-bound models on the CPU too (MiniLM on ONNX or torch): off, as separate calls
+    # on every core answered faster here (docs/performance.md, bench_voice)
+    query_batch_cpu: bool = False
     # how many nice levels below the queries the threads embedding writes run (indexing, upserts;
     # rag_api/embedding/batch_threads.py); 0 = the same priority
     batch_nice: int = Field(default=10, ge=0, le=19)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import shutil
 import sys
@@ -236,6 +237,7 @@ def main() -> None:
     parser.add_argument("--callers", type=int, default=2, help="sizing: callers at once")
     parser.add_argument("--sizes", type=int, nargs="+", default=[20_000, 100_000])
     args = parser.parse_args()
+    logging.disable(logging.INFO)  # the in-process servers' request lines
     print(machine_line())
     corpus = [d.titled for d in load_dataset("scifact", default_data_dir()).corpus.values()]
     queries = Questions(question_pool(default_data_dir(), corpus))

@@ -72,6 +72,10 @@ class DeviceEmbedder(Embedder):
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return (self.cpu if self.queries_on_cpu else self.bulk).embed_queries(texts)
 
+    @property
+    def batches_queries(self) -> bool:
+        return (self.cpu if self.queries_on_cpu else self.bulk).batches_queries
+
     def dimension(self) -> int:
         return self.cpu.dimension()
 

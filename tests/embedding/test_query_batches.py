@@ -129,21 +129,29 @@ def test_a_lone_question_goes_at_once_and_alone(minilm) -> None:
     assert calls == [1, 1, 1]
 
 
-def test_the_router_batches_the_questions_of_one_model(tmp_path) -> None:
-    """Through Embedders.query (the query-vector cache in front): concurrent questions of one model
-    are answered alike whether batched or not."""
-    batched = Embedders(Settings(data_dir=tmp_path, query_batch=8))
-    alone = Embedders(Settings(data_dir=tmp_path, query_batch=1))
-    barrier = threading.Barrier(len(QUESTIONS))
+def test_the_router_batches_the_models_that_gain_and_answers_alike(tmp_path) -> None:
+    """Through Embedders.query (the query-vector cache in front): a model behind a server is
+    batched, MiniLM on the CPU is not (bench_voice: separate calls use both cores); concurrent
+    questions are answered alike either way."""
+    with FakeOpenAI({}, {"e": 32}) as fake:
+        remote = EmbedderConfig(provider="openai", model="e", dim=32, base_url=fake.url + "/v1")
+        batched = Embedders(Settings(data_dir=tmp_path, query_batch=8))
+        alone = Embedders(Settings(data_dir=tmp_path, query_batch=1))
+        assert batched.batched(remote) and not alone.batched(remote)
+        assert not batched.batched(MINILM)
+        for cfg in (remote, MINILM):
+            barrier = threading.Barrier(len(QUESTIONS))
 
-    def ask(text: str) -> np.ndarray:
-        barrier.wait()
-        return batched.query(MINILM, text)
+            def ask(
+                text: str, cfg: EmbedderConfig = cfg, barrier: threading.Barrier = barrier
+            ) -> np.ndarray:
+                barrier.wait()
+                return batched.query(cfg, text)
 
-    with ThreadPoolExecutor(len(QUESTIONS)) as pool:
-        got = list(pool.map(ask, QUESTIONS))
-    for text, vector in zip(QUESTIONS, got, strict=True):
-        np.testing.assert_allclose(vector, alone.query(MINILM, text), atol=1e-5)
+            with ThreadPoolExecutor(len(QUESTIONS)) as pool:
+                got = list(pool.map(ask, QUESTIONS))
+            for text, vector in zip(QUESTIONS, got, strict=True):
+                np.testing.assert_allclose(vector, alone.query(cfg, text), atol=1e-5)
 
 
 @pytest.fixture
@@ -199,15 +207,3 @@ def test_an_unreachable_upstream_fails_every_question_without_retrying_each(tmp_
         embedder.embed_queries(["a", "b"])
     assert unreachable(refused.value)
     assert not unreachable(EmbedderUnavailable("x", "400 maximum context length"))
-
-
-def test_with_two_lanes_a_second_question_goes_beside_a_running_call(minilm) -> None:
-    gate = Gate(minilm.embed_queries)
-    batches = QueryBatches(gate, size=8, lanes=2)
-    first = threading.Thread(target=batches.embed, args=(QUESTIONS[0],))
-    first.start()
-    wait_for(lambda: gate.calls)
-    batches.embed(QUESTIONS[1])  # the other lane: answered while the first call is held
-    assert batches.waiting == 0 and [len(c) for c in gate.calls] == [1, 1]
-    gate.open.set()
-    first.join(30)
