@@ -34,12 +34,13 @@ class WriterLease:
         }
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.lapsed = False  # taken from a writer that died holding it (not given back)
 
     def take(self) -> WriterLease:
         """Hold the lease, or raise AnotherWriter naming who holds it. With Qdrant unreachable
         now, the lease is taken when it answers (a hub whose store is down writes nothing)."""
         try:
-            self._refuse_if_held()
+            self.lapsed = self._refuse_if_held()
             self._renew()
             time.sleep(SETTLE_S)
             self._refuse_if_held()
@@ -51,10 +52,11 @@ class WriterLease:
         self._thread.start()
         return self
 
-    def _refuse_if_held(self) -> None:
+    def _refuse_if_held(self) -> bool:
+        """Raise AnotherWriter while another holds it; True when another held it and lapsed."""
         held = self.docs.get(KIND, KEY)
         if held is None or held.get("id") == self.holder["id"]:
-            return
+            return False
         age = self.clock() - float(held.get("renewed", 0))
         if age < LEASE_S:
             raise AnotherWriter(
@@ -62,6 +64,7 @@ class WriterLease:
                 f"renewed {age:.0f} s ago): one writer per deployment. Stop it, or start this hub "
                 f"as RAG_ROLE=reader; a writer that died lets go after {LEASE_S:.0f} s"
             )
+        return True
 
     def _renew(self) -> None:
         self.docs.put(KIND, KEY, self.holder | {"renewed": self.clock()})

@@ -4,8 +4,10 @@ publish their versions or follow the writer's, and the writer's lease."""
 
 from __future__ import annotations
 
+import logging
+
 from rag_api.access.keys import KeysFile
-from rag_api.errors import ConfigError
+from rag_api.errors import ConfigError, RagError
 from rag_api.openai_compat.stored import ResponseStore
 from rag_api.points.collection import Collection
 from rag_api.replicas.lease import WriterLease
@@ -15,6 +17,8 @@ from rag_api.replicas.shared_responses import SharedResponses
 from rag_api.settings import Settings
 from rag_api.store import Store
 from rag_api.store.system import SystemDocs
+
+log = logging.getLogger("rag_api.replicas.role")
 
 
 def check(settings: Settings) -> None:
@@ -91,6 +95,15 @@ class Role:
         if not self.settings.writes or self.docs is None:
             return
         self._lease = WriterLease(self.docs).take()
+        if self._lease.lapsed:  # the writer before died: complete what it cut short
+            for collection in collections:
+                try:
+                    torn = collection.recover()
+                except RagError as exc:
+                    log.error("%s: not recovered: %s", collection.name, exc.message)
+                    continue
+                if torn:
+                    log.warning("%s: %d torn replacements completed", collection.name, len(torn))
         if self._publisher is not None:
             for collection in collections:
                 self._publisher.publish(collection)

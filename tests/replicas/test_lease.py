@@ -14,13 +14,16 @@ from rag_api.store.remote import RemoteStore
 def test_a_held_lease_refuses_a_second_writer_until_it_is_given_back_or_lapses() -> None:
     docs = RemoteStore(":memory:").system
     first = WriterLease(docs).take()
+    assert not first.lapsed
     with pytest.raises(AnotherWriter, match=r"pid \d+"):
         WriterLease(docs).take()
     first.release()  # a clean stop: the next writer starts at once
     second = WriterLease(docs).take()
+    assert not second.lapsed  # given back: nothing was cut short
     second._stop.set()  # dies: no renewal, no release
     with pytest.raises(AnotherWriter):
         WriterLease(docs).take()
     later = WriterLease(docs, clock=lambda: time.time() + LEASE_S + 1).take()
     assert docs.get("lease", "writer")["id"] == later.holder["id"]
+    assert later.lapsed  # its start completes the torn replacements the dead writer left
     later.release()
