@@ -140,7 +140,9 @@ def _restore_one(
         except BaseException:
             store.drop_physical(physical)  # the live collection was never touched
             raise
-        adopted = adopt and collection is not None and header.embedder != collection.embedder_id
+        live = collection.cfg.embedder if collection is not None else None
+        other = live is not None and (header.embedder, header.dim) != (live.id, live.dim)
+        adopted = adopt and other
         gate = collection.writes_held() if collection is not None else nullcontext()
         with gate:
             previous = store.alias_target(target)

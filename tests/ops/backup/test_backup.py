@@ -251,6 +251,29 @@ def test_another_embedder_is_refused_unless_adopted(world, tmp_path: Path) -> No
         hub.close()
 
 
+def test_the_same_model_at_another_dimension_is_adopted_too(world, tmp_path: Path) -> None:
+    """Adopting compares the dimension as the refusal does: the same provider and model name at
+    another `dim` is another embedder (it once kept the live 64d config over 96d vectors)."""
+    settings, kb = world
+    hub = opened(settings)
+    try:
+        populate(hub.collection("docs"), kb)
+        folder = Path(take_backup(hub, to=tmp_path / "b").path)
+    finally:
+        hub.close()
+    write_config(settings.config, {"docs": hash_collection(kb, dim=64)})  # hash-test, 64d
+    hub = opened(settings)
+    try:
+        with pytest.raises(EmbedderMismatch, match="96d"):
+            restore_backup(hub, folder)
+        restored = restore_backup(hub, folder, adopt_config=True).restored[0]
+        assert restored.config_adopted
+        assert hub.collection("docs").cfg.embedder.dim == 96
+        assert rankings(hub)[0]  # searchable: the vectors and the model agree
+    finally:
+        hub.close()
+
+
 def test_a_full_disk_removes_the_partial_backup(world, tmp_path: Path, monkeypatch) -> None:
     settings, kb = world
     hub = opened(settings)
