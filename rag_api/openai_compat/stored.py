@@ -98,15 +98,19 @@ class ResponseStore:
     def _read(self, response_id: str) -> StoredResponse | None:
         if not RESPONSE_ID.fullmatch(response_id):
             return None
-        path = self.folder / f"{response_id}.json"
-        try:
-            stored = StoredResponse(**json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError, TypeError):  # absent, or not one the hub wrote
-            return None
-        if stored.created_at + self.ttl_s < self.clock():
+        stored = self._load(response_id)
+        if stored is not None and stored.created_at + self.ttl_s < self.clock():
             self._forget(response_id)
             return None
         return stored
+
+    def _load(self, response_id: str) -> StoredResponse | None:
+        """The response as kept (expired or not), or None."""
+        path = self.folder / f"{response_id}.json"
+        try:
+            return StoredResponse(**json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError):  # absent, or not one the hub wrote
+            return None
 
     def _forget(self, response_id: str) -> None:
         with self._lock:

@@ -43,16 +43,6 @@ INFO_TTL_S = 1.0  # another process (a migration on a server) may move the alias
 EVERYTHING = Selector()
 
 
-# where a node runs its model: its own, whatever the writer's (the vectors do not change)
-_PLACEMENT = ("device", "precision", "batch_size", "base_url", "api_key_env")
-
-
-def _vectors_of(embedder: EmbedderConfig) -> tuple:
-    """What makes two embedders' vectors the same."""
-    e = embedder
-    return (e.provider, e.model, e.dim, e.query_prefix, e.document_prefix, e.runtime)
-
-
 @dataclass(frozen=True)
 class SearchTarget:
     """What a search reads, taken together: the stored collection and the embedder of its vectors
@@ -120,8 +110,11 @@ class Collection:
         published = self.follow(self.name) if self.follow is not None else None
         if published is None:  # not a reader, or nothing published yet: the alias
             return self.store.info(self.name)
-        if _vectors_of(published.embedder) != _vectors_of(self.cfg.embedder):
-            self._adopt(published.embedder)  # a migration or restore on the writer
+        embedder = published.followed(self.cfg.embedder)
+        if embedder is not None:  # a migration or restore on the writer
+            self.cfg = self.cfg.model_copy(update={"embedder": embedder})
+            self._stored_embedder = None
+            log.info("%s: follows the writer to %s (%dd)", self.name, embedder.id, embedder.dim)
         self.published = published.version
         return self.store.info_at(self.name, published.physical)
 
@@ -132,15 +125,6 @@ class Collection:
         if self.follow is not None:
             self.info()
         return (self.cfg, self._points_lock.writes, self.published)
-
-    def _adopt(self, embedder: EmbedderConfig) -> None:
-        """The writer's embedder, placed as this node places its own when the provider stays."""
-        mine = self.cfg.embedder
-        if embedder.provider == mine.provider:
-            embedder = embedder.model_copy(update={k: getattr(mine, k) for k in _PLACEMENT})
-        self.cfg = self.cfg.model_copy(update={"embedder": embedder})
-        self._stored_embedder = None
-        log.info("%s: follows the writer to %s (%dd)", self.name, embedder.id, embedder.dim)
 
     def _written(self) -> None:
         if self.publish is not None:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
-from rag_api.openai_compat.stored import RESPONSE_ID, ResponseStore, StoredResponse
+from rag_api.openai_compat.stored import ResponseStore, StoredResponse
 from rag_api.store.system import SystemDocs
 
 KIND = "response"
@@ -49,17 +49,9 @@ class SharedResponses(ResponseStore):
             oldest = sorted(self.docs.times(KIND), key=lambda kept: kept[1])[:excess]
             self.docs.delete(KIND, *(key for key, _ in oldest))
 
-    def _read(self, response_id: str) -> StoredResponse | None:
-        if not RESPONSE_ID.fullmatch(response_id):
-            return None
+    def _load(self, response_id: str) -> StoredResponse | None:
         document = self.docs.get(KIND, response_id)
-        if document is None:
-            return None
-        stored = StoredResponse(**document)
-        if stored.created_at + self.ttl_s < self.clock():
-            self._forget(response_id)
-            return None
-        return stored
+        return StoredResponse(**document) if document is not None else None
 
     def _forget(self, response_id: str) -> None:
         self.docs.delete(KIND, response_id)

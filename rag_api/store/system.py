@@ -8,13 +8,12 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from qdrant_client import QdrantClient
 from qdrant_client import models as m
 
-T = TypeVar("T")
 COLLECTION = "rag_hub_system"
 _NAMESPACE = uuid.UUID("6f1d8f4e-2c0b-4d57-9a57-2f7e1b0c9a11")
 _PAGE = 256
@@ -55,15 +54,9 @@ class SystemDocs:
         self._ready = True
 
     def get(self, kind: str, key: str) -> dict[str, Any] | None:
-        return self.get_many(kind, [key]).get(key)
-
-    def get_many(self, kind: str, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """The documents of these keys that exist, by key (one request)."""
         self._ensure()
-        records = self._call(
-            self._client.retrieve, COLLECTION, [_id(kind, k) for k in keys], with_payload=True
-        )
-        return {r.payload["key"]: json.loads(r.payload["doc"]) for r in records if r.payload}
+        records = self._call(self._client.retrieve, COLLECTION, [_id(kind, key)], with_payload=True)
+        return json.loads(records[0].payload["doc"]) if records and records[0].payload else None
 
     def put(self, kind: str, key: str, doc: dict[str, Any], at: float | None = None) -> None:
         """Write the document whole; `at` (default now) is its time, for `drop_before`."""

@@ -39,6 +39,16 @@ def opened(settings) -> Hub:
     return Hub.open(settings)
 
 
+def backed_up(settings, kb: Path, to: Path) -> Path:
+    """A backup of `docs` populated from `kb`, its hub closed after."""
+    hub = opened(settings)
+    try:
+        populate(hub.collection("docs"), kb)
+        return Path(take_backup(hub, to=to).path)
+    finally:
+        hub.close()
+
+
 def test_round_trip_after_the_data_folder_is_gone(world, tmp_path: Path) -> None:
     settings, kb = world
     hub = opened(settings)
@@ -229,12 +239,7 @@ def test_a_line_that_passes_the_hashes_but_not_decoding_is_refused(world, tmp_pa
 
 def test_another_embedder_is_refused_unless_adopted(world, tmp_path: Path) -> None:
     settings, kb = world
-    hub = opened(settings)
-    try:
-        populate(hub.collection("docs"), kb)
-        folder = Path(take_backup(hub, to=tmp_path / "b").path)
-    finally:
-        hub.close()
+    folder = backed_up(settings, kb, tmp_path / "b")
     other = hash_collection(kb, dim=64, embedder={"provider": "hash", "model": "other", "dim": 64})
     write_config(settings.config, {"docs": other})
     shutil.rmtree(settings.data_dir, ignore_errors=True)
@@ -255,12 +260,7 @@ def test_the_same_model_at_another_dimension_is_adopted_too(world, tmp_path: Pat
     """Adopting compares the dimension as the refusal does: the same provider and model name at
     another `dim` is another embedder (it once kept the live 64d config over 96d vectors)."""
     settings, kb = world
-    hub = opened(settings)
-    try:
-        populate(hub.collection("docs"), kb)
-        folder = Path(take_backup(hub, to=tmp_path / "b").path)
-    finally:
-        hub.close()
+    folder = backed_up(settings, kb, tmp_path / "b")
     write_config(settings.config, {"docs": hash_collection(kb, dim=64)})  # hash-test, 64d
     hub = opened(settings)
     try:
