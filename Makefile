@@ -4,13 +4,18 @@ VENV := .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
-TEST_WORKERS ?= auto
+# one worker more than cores: a quarter of the suite's time waits on servers, child processes and
+# disks, which a third worker fills on 2 cores (docs/performance.md, "The test suite")
+TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(len(os.sched_getaffinity(0)) + 1)')
 # torch first, pinned: the CPU build lies on disk; anything else pulls a multi-GB CUDA build.
 TORCH := torch==2.13.0
 
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
+# bytecode cached in __pycache__ (git ignores it): without it every process of the suite, every
+# `rag-hub` it starts and every pytest worker compiles the tests and their assertions anew
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: install install-dev lock run test test-lowest lint format clean
 
@@ -61,7 +66,7 @@ run: install
 # the suite on every core (pytest-xdist), then the tests marked serial alone: they measure CPU
 # time or need the machine to themselves; each pass prints its own time
 test: install-dev
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not serial" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist load -m "not serial" $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -m serial $(PYTEST_ARGS)
 
 # the floors of pyproject.toml installed together, in .venv-lowest: $(TORCH) first (the CPU build,

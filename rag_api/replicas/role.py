@@ -1,22 +1,26 @@
 """What this process's role (RAG_ROLE: all, writer, reader) makes of the hub's parts
 (docs/scaling.md): where the scoped keys and stored responses live, whether the collections
-publish their versions or follow the writer's, and the writer's lease."""
+publish their versions or follow the writer's, and the writer's lease.
+
+The shared parts load only where a Qdrant server is shared: the system documents need
+qdrant-client, which the embedded engine (and every CLI command on it) never imports."""
 
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from rag_api.access.keys import KeysFile
 from rag_api.errors import ConfigError, RagError
 from rag_api.openai_compat.stored import ResponseStore
 from rag_api.points.collection import Collection
-from rag_api.replicas.lease import WriterLease
-from rag_api.replicas.pointers import Follower, Publisher
-from rag_api.replicas.shared_keys import SharedKeys
-from rag_api.replicas.shared_responses import SharedResponses
 from rag_api.settings import Settings
 from rag_api.store import Store
-from rag_api.store.system import SystemDocs
+
+if TYPE_CHECKING:
+    from rag_api.replicas.lease import WriterLease
+    from rag_api.replicas.pointers import Publisher
+    from rag_api.store.system import SystemDocs
 
 log = logging.getLogger("rag_api.replicas.role")
 
@@ -54,6 +58,8 @@ def keys_file(settings: Settings, docs: SystemDocs | None = None) -> KeysFile:
     """The scoped keys: the file of this node, or for replicas the deployment's copy in Qdrant."""
     if not settings.replicated:
         return KeysFile(settings.keys_path)
+    from rag_api.replicas.shared_keys import SharedKeys
+
     return SharedKeys(docs or system_docs(settings), settings.keys_path, settings.writes)
 
 
@@ -73,6 +79,8 @@ class Role:
     def responses(self) -> ResponseStore:
         s = self.settings
         if s.replicated and self.docs is not None:
+            from rag_api.replicas.shared_responses import SharedResponses
+
             return SharedResponses(self.docs, s.responses_path, s.responses_ttl, s.responses_max)
         return ResponseStore(s.responses_path, s.responses_ttl, s.responses_max)
 
@@ -80,6 +88,8 @@ class Role:
         """A reader's collections follow the writer; the writer's publish their writes."""
         if not self.settings.replicated or self.docs is None:
             return
+        from rag_api.replicas.pointers import Follower, Publisher
+
         if self.name == "reader":
             follower = Follower(self.docs)
             for collection in collections:
@@ -94,6 +104,8 @@ class Role:
         holds it), then publishes where each collection stands."""
         if not self.settings.writes or self.docs is None:
             return
+        from rag_api.replicas.lease import WriterLease
+
         self._lease = WriterLease(self.docs).take()
         if self._lease.lapsed:  # the writer before died: complete what it cut short
             for collection in collections:
