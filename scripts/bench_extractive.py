@@ -190,10 +190,9 @@ def measure(
 # ---- choosing a constant: on the tuning seeds only ----------------------------------------------
 
 GRID = {  # the constants of rag_api/llm/extractive.py tried, each value with every other
-    "SECOND_WITHIN": (0.13, 0.16, 0.20),
-    "OTHER_WITHIN": (0.08, 0.12),
-    "SECOND_MAX_CHARS": (500, 600),
-    "RANK": (0.16, 0.24),
+    "TEMPERATURE": (10.0, 12.4, 15.0),
+    "CONFIDENCE": (0.6, 0.65, 0.68, 0.7, 0.75),
+    "MAX_QUOTED": (2, 3),
 }
 
 

@@ -102,9 +102,9 @@ NO_SCAN = (
     "tests/openai_compat/upstream/test_responses_stored.py::"
     "test_saves_never_scan_the_folder_and_a_restart_reads_it_once"
 )
-MARGINS = (
+QUOTED = (
     "tests/llm/test_extractive.py::"
-    "test_a_second_sentence_from_another_passage_needs_the_closer_score"
+    "test_a_clear_best_is_quoted_alone_and_close_ones_together_up_to_the_bound"
 )
 
 MUTANTS = [
@@ -245,11 +245,11 @@ MUTANTS = [
         (USAGE_NULL,),
     ),
     Mutant(
-        "the two margins of a second quoted sentence swapped",
+        "an extractive answer quotes the likeliest sentences past the confidence they reach",
         "rag_api/llm/extractive.py",
-        "within = SECOND_WITHIN if other.n == best.n else OTHER_WITHIN",
-        "within = OTHER_WITHIN if other.n == best.n else SECOND_WITHIN",
-        (MARGINS,),
+        "(chosen and held >= CONFIDENCE)",
+        "(chosen and held >= 1.0)",
+        (QUOTED,),
     ),
     # the decisions this round added: each must be caught too
     Mutant(

@@ -1,5 +1,6 @@
-"""The extractive answer (no LLM): the one or two sentences of the top passages that answer the
-question, quoted in the passages' order, each cited [n].
+"""The extractive answer (no LLM): the sentences of the top passages likeliest to answer the
+question (one when it is clear, up to three when it is not), quoted in the passages' order, each
+cited [n].
 
 Each sentence of the first `MAX_PASSAGES` passages is scored by
 - its overlap with the question's content words: stemmed terms (the collection's BM25 analyser),
@@ -9,7 +10,9 @@ Each sentence of the first `MAX_PASSAGES` passages is scored by
 - what the question asks for: a number, a date, a name ("how many", "cuándo", "chi") counts in a
   sentence that has one the question does not;
 - where it is: its passage's rank, then its place in the passage.
-A heading is never quoted (it names the topic); a FAQ question is quoted with its answer.
+The scores become likelihoods (their softmax at TEMPERATURE) and sentences are quoted, likeliest
+first, until those quoted hold the answer with CONFIDENCE, so an answer is longer only where the
+passages leave it open. A heading is never quoted (it names the topic); a FAQ question is quoted with its answer.
 """
 
 from __future__ import annotations
@@ -30,10 +33,10 @@ MAX_PASSAGES = 3  # passages whose sentences are candidates
 MAX_CANDIDATES = 40  # sentences scored at most, the best passages' first
 # weights beside the words' 0.8: the heading's words, each kind of answer asked for, a passage rank
 HEADING, ASKED, RANK = 0.4, 0.12, 0.16
-# a second sentence is quoted when it scores this close to the best (from the best one's passage;
-# from another passage, OTHER_WITHIN) and both fit in SECOND_MAX_CHARS
-SECOND_WITHIN, OTHER_WITHIN = 0.16, 0.12
-SECOND_MAX_CHARS = 600
+# sentences are quoted, likeliest first, until their likelihoods (the scores' softmax at
+# TEMPERATURE) add up to CONFIDENCE, MAX_QUOTED at most; chosen on bench_extractive's tuning
+# questions (docs/performance.md)
+TEMPERATURE, CONFIDENCE, MAX_QUOTED = 12.4, 0.68, 3
 
 _WORD = re.compile(r"\w+")
 _NUMBER = re.compile(r"\d")
@@ -100,28 +103,36 @@ def select(
     passages: Sequence[Cited],
     encoder: SparseEncoder,
 ) -> list[Candidate]:
-    """The best sentence and, when it scores close and both stay short, the next best (closer still
-    from another passage); in the passages' order."""
+    """The likeliest sentences until they hold the answer with CONFIDENCE; in the passages'
+    order."""
     candidates = candidates_of(passages[:MAX_PASSAGES])
     if not candidates:
         return []
     score(question, candidates, encoder)
+    return select_from(candidates)
+
+
+def select_from(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """Of scored candidates, the likeliest until they hold the answer with CONFIDENCE (at most
+    MAX_QUOTED; one that another holds is not quoted again), in the passages' order."""
     ranked = sorted(candidates, key=lambda c: (-c.score, c.n, c.position))
-    best = ranked[0]
-    chosen = [best, *(other for other in ranked[1:2] if quotes_second(best, other))]
+    chosen: list[Candidate] = []
+    held = 0.0
+    for candidate, likelihood in zip(ranked, likelihoods(ranked), strict=True):
+        if len(chosen) == MAX_QUOTED or (chosen and held >= CONFIDENCE):
+            break
+        held += likelihood  # a sentence already quoted inside another counts, once
+        if not any(candidate.text in c.text or c.text in candidate.text for c in chosen):
+            chosen.append(candidate)
     return sorted(chosen, key=lambda c: (c.n, c.position))
 
 
-def quotes_second(best: Candidate, other: Candidate) -> bool:
-    """Whether `other` is quoted beside `best`: it scores within SECOND_WITHIN of it from the same
-    passage (OTHER_WITHIN from another), both fit in SECOND_MAX_CHARS, and neither holds the other."""
-    within = SECOND_WITHIN if other.n == best.n else OTHER_WITHIN
-    return (
-        other.score >= best.score - within
-        and len(best.text) + len(other.text) <= SECOND_MAX_CHARS
-        and other.text not in best.text
-        and best.text not in other.text
-    )
+def likelihoods(candidates: Sequence[Candidate]) -> list[float]:
+    """How likely each candidate holds the answer: the softmax of their scores at TEMPERATURE."""
+    top = max(c.score for c in candidates)
+    weights = [math.exp(TEMPERATURE * (c.score - top)) for c in candidates]
+    total = sum(weights)
+    return [w / total for w in weights]
 
 
 def candidates_of(passages: Sequence[Cited]) -> list[Candidate]:

@@ -191,14 +191,29 @@ def test_initials_and_titles_do_not_end_a_sentence() -> None:
     ]
 
 
-def test_a_second_sentence_from_another_passage_needs_the_closer_score() -> None:
-    from rag_api.llm.extractive import OTHER_WITHIN, SECOND_WITHIN, Candidate, quotes_second
+def test_a_clear_best_is_quoted_alone_and_close_ones_together_up_to_the_bound() -> None:
+    from rag_api.llm.extractive import CONFIDENCE, MAX_QUOTED, Candidate, likelihoods, select_from
 
-    assert OTHER_WITHIN < SECOND_WITHIN
-    best = Candidate(1, 0, "Refunds take 30 days.", score=1.0)
-    gap = (OTHER_WITHIN + SECOND_WITHIN) / 2  # close enough from its own passage only
-    same_passage = Candidate(1, 1, "Ask support for one.", score=1.0 - gap)
-    other_passage = Candidate(2, 0, "Ask support for one.", score=1.0 - gap)
-    assert quotes_second(best, same_passage) and not quotes_second(best, other_passage)
-    closer = Candidate(2, 0, "Ask support for one.", score=1.0 - OTHER_WITHIN / 2)
-    assert quotes_second(best, closer)
+    def candidates(*scores: float) -> list[Candidate]:
+        return [Candidate(1 + i % 2, i, f"Sentence {i}.", score=s) for i, s in enumerate(scores)]
+
+    clear = candidates(0.2, 0.9, 0.3)  # the likeliest alone holds the answer with CONFIDENCE
+    assert likelihoods(sorted(clear, key=lambda c: -c.score))[0] >= CONFIDENCE
+    assert [c.position for c in select_from(clear)] == [1]
+    two = candidates(0.80, 0.78, 0.2)  # neither alone: both, in the passages' order
+    assert likelihoods(two)[0] < CONFIDENCE
+    assert [(c.n, c.position) for c in select_from(two)] == [(1, 0), (2, 1)]
+    level = candidates(*[0.5] * 6)  # nothing stands out: the bound, not every sentence
+    assert len(select_from(level)) == MAX_QUOTED
+    assert sum(likelihoods(level)) == pytest.approx(1.0)
+
+
+def test_a_sentence_inside_a_quoted_one_is_not_quoted_again() -> None:
+    from rag_api.llm.extractive import Candidate, select_from
+
+    faq = Candidate(1, 0, "How long do refunds take? Refunds take 30 days.", score=0.8)
+    answer = Candidate(1, 1, "Refunds take 30 days.", score=0.8)  # inside the FAQ's quote
+    other = Candidate(2, 0, "Support answers within a day.", score=0.8)
+    last = Candidate(3, 0, "Shipping is free.", score=0.8)
+    chosen = select_from([faq, answer, other, last])  # each 1/4: the answer counts, unquoted
+    assert [c.text for c in chosen] == [faq.text, other.text]
