@@ -66,7 +66,7 @@ run: install
 # the suite on every core (pytest-xdist), then the tests marked serial alone: they measure CPU
 # time or need the machine to themselves; each pass prints its own time
 test: install-dev
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist load -m "not serial" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not serial" $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -m serial $(PYTEST_ARGS)
 
 # the floors of pyproject.toml installed together, in .venv-lowest: $(TORCH) first (the CPU build,

@@ -12,7 +12,8 @@ Each sentence of the first `MAX_PASSAGES` passages is scored by
 - where it is: its passage's rank, then its place in the passage.
 The scores become likelihoods (their softmax at TEMPERATURE) and sentences are quoted, likeliest
 first, until those quoted hold the answer with CONFIDENCE, so an answer is longer only where the
-passages leave it open. A heading is never quoted (it names the topic); a FAQ question is quoted with its answer.
+passages leave it open. A heading is never quoted (it names the topic); a FAQ question is quoted
+with its answer.
 """
 
 from __future__ import annotations
