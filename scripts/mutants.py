@@ -106,6 +106,13 @@ QUOTED = (
     "tests/llm/test_extractive.py::"
     "test_a_clear_best_is_quoted_alone_and_close_ones_together_up_to_the_bound"
 )
+MEANING = (
+    "tests/llm/test_extractive.py::"
+    "test_meaning_decides_between_sentences_the_words_cannot_tell_apart"
+)
+MEANING_BEST = (
+    "tests/llm/test_extractive.py::test_meaning_is_asked_of_the_best_sentences_by_words_only"
+)
 
 MUTANTS = [
     Mutant(
@@ -247,9 +254,30 @@ MUTANTS = [
     Mutant(
         "an extractive answer quotes the likeliest sentences past the confidence they reach",
         "rag_api/llm/extractive.py",
-        "(chosen and held >= CONFIDENCE)",
+        "(chosen and held >= confidence)",
         "(chosen and held >= 1.0)",
         (QUOTED,),
+    ),
+    Mutant(
+        "an extractive answer scored by meaning ignores the cosines",
+        "rag_api/llm/extractive.py",
+        "candidate.score += MEANING * (cosine - mean) / spread",
+        "candidate.score += 0.0 * (cosine - mean) / spread",
+        (MEANING,),
+    ),
+    Mutant(
+        "an embedding failure fails the extractive answer scored by meaning",
+        "rag_api/llm/extractive.py",
+        "except Exception as exc:  # the answer of last resort",
+        "except ArithmeticError as exc:  # the answer of last resort",
+        (MEANING,),
+    ),
+    Mutant(
+        "a sentence outside the best by words is scored by meaning too",
+        "rag_api/llm/extractive.py",
+        "key=lambda c: (-c.score, c.n, c.position))[:MEANING_CANDIDATES]",
+        "key=lambda c: (-c.score, c.n, c.position))",
+        (MEANING_BEST,),
     ),
     # the decisions this round added: each must be caught too
     Mutant(

@@ -61,6 +61,10 @@ def test_missing_file_says_how_to_point_at_it(tmp_path: Path) -> None:
             r"collection 'docs': llm\.client_params\.temprature: Extra inputs",
         ),
         (
+            {"llm": {"extractive_scorer": "meaning"}},
+            r"collection 'docs': llm\.extractive_scorer: Input should be 'lexical' or 'semantic'",
+        ),
+        (
             {"llm": {"client_params": {"seed": "drop"}}},
             r"collection 'docs': llm\.client_params\.seed: Input should be 'allow', 'fix' or",
         ),

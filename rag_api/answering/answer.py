@@ -20,7 +20,7 @@ from rag_api.llm.generators import (
     Usage,
     pieces,
 )
-from rag_api.llm.prompts import pack, system_prompt
+from rag_api.llm.prompts import Cited, pack, system_prompt
 from rag_api.observability.metrics import LLM_CALLS, LLM_FAILURES, LLM_FALLBACKS, NO_EVIDENCE
 from rag_api.points.collection import Collection
 from rag_api.search.passage import Passage
@@ -100,7 +100,7 @@ def answer(
     context = select_context(passages, cfg.retrieval.context_chars)
     generator = generators.get(cfg.llm)
     if generator is None:
-        text = extractive_answer(question, context, lang, collection.sparse)
+        text = extractive(collection, question, context, lang)
         return AnswerStream(context, "extractive", None, _pieces=pieces(text))
     messages: Messages = [
         {"role": "system", "content": system_prompt(lang, context, client_system)},
@@ -112,12 +112,38 @@ def answer(
     def fallback(exc: LLMUnavailable) -> AnswerStream:
         LLM_FALLBACKS.labels(collection.name).inc()
         log.warning("%s: %s; answering extractively", collection.name, exc.message)
-        text = extractive_answer(question, context, lang, collection.sparse, fallback=True)
+        text = extractive(collection, question, context, lang, fallback=True)
         warning = pack(lang).answered_extractively.format(reason=exc.message)
         return AnswerStream(context, "extractive", None, warning, _pieces=pieces(text))
 
     return _generate(
         generators, collection, messages, temperature, max_tokens, options, context, fallback, lang
+    )
+
+
+def extractive(
+    collection: Collection,
+    question: str,
+    context: Sequence[Cited],
+    language: str,
+    *,
+    fallback: bool = False,
+) -> str:
+    """The extractive answer of `collection`: its sentences scored by meaning too where its
+    `llm.extractive_scorer` is `semantic` (by the collection's embedding model)."""
+
+    def cosines(texts: list[str]) -> list[float]:
+        query = collection.embed_query(question)
+        return (collection.embed_documents(texts) @ query).tolist()
+
+    semantic = collection.cfg.llm.extractive_scorer == "semantic"
+    return extractive_answer(
+        question,
+        context,
+        language,
+        collection.sparse,
+        fallback=fallback,
+        similarity=cosines if semantic else None,
     )
 
 

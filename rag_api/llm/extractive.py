@@ -9,7 +9,10 @@ Each sentence of the first `MAX_PASSAGES` passages is scored by
 - the words of the heading it stands under (a FAQ's question), at half weight;
 - what the question asks for: a number, a date, a name ("how many", "cuándo", "chi") counts in a
   sentence that has one the question does not;
-- where it is: its passage's rank, then its place in the passage.
+- where it is: its passage's rank, then its place in the passage;
+- with `similarity` (the collection's `llm.extractive_scorer: semantic`), its meaning: the
+  MEANING_CANDIDATES best by the above are embedded by the collection's model, and their cosine to
+  the question, standardised among them, is added at MEANING (the others are not quoted).
 The scores become likelihoods (their softmax at TEMPERATURE) and sentences are quoted, likeliest
 first, until those quoted hold the answer with CONFIDENCE, so an answer is longer only where the
 passages leave it open. A heading is never quoted (it names the topic); a FAQ question is quoted
@@ -19,11 +22,13 @@ with its answer.
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 import re
+import statistics
 import unicodedata
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rag_api.embedding.bm25 import SparseEncoder
@@ -38,6 +43,15 @@ HEADING, ASKED, RANK = 0.4, 0.12, 0.16
 # TEMPERATURE) add up to CONFIDENCE, MAX_QUOTED at most; chosen on bench_extractive's tuning
 # questions (docs/performance.md)
 TEMPERATURE, CONFIDENCE, MAX_QUOTED = 12.4, 0.68, 3
+# scored by meaning too: the weight of the standardised cosine and how many sentences are embedded,
+# then the softmax's temperature and the confidence for those scores; chosen the same way
+MEANING, MEANING_CANDIDATES = 0.1, 12
+MEANING_TEMPERATURE, MEANING_CONFIDENCE = 8.25, 0.74
+
+# the cosines of texts to the question, by the collection's embedding model
+Similarity = Callable[[list[str]], Sequence[float]]
+
+log = logging.getLogger(__name__)
 
 _WORD = re.compile(r"\w+")
 _NUMBER = re.compile(r"\d")
@@ -86,10 +100,11 @@ def extractive_answer(
     encoder: SparseEncoder,
     *,
     fallback: bool = False,
+    similarity: Similarity | None = None,
 ) -> str:
     """The answer without an LLM: the best sentences, each cited [n], under a header that says a
-    configured LLM failed only when `fallback`."""
-    chosen = select(question, passages, encoder)
+    configured LLM failed only when `fallback`; scored by meaning too with `similarity`."""
+    chosen = select(question, passages, encoder, similarity)
     language_pack = pack(language)
     header = language_pack.extractive_fallback if fallback else language_pack.extractive
     quotes = [  # one quote a passage: its sentences in order, cited once
@@ -103,24 +118,52 @@ def select(
     question: str,
     passages: Sequence[Cited],
     encoder: SparseEncoder,
+    similarity: Similarity | None = None,
 ) -> list[Candidate]:
     """The likeliest sentences until they hold the answer with CONFIDENCE; in the passages'
-    order."""
+    order. With `similarity`, scored by meaning too; should it fail, by words alone."""
     candidates = candidates_of(passages[:MAX_PASSAGES])
     if not candidates:
         return []
     score(question, candidates, encoder)
+    if similarity is not None:
+        try:
+            best = add_meaning(candidates, similarity)
+        except Exception as exc:  # the answer of last resort: it answers by words alone
+            log.warning("sentences not scored by meaning (%s); by their words alone", exc)
+        else:
+            return select_from(best, MEANING_TEMPERATURE, MEANING_CONFIDENCE)
     return select_from(candidates)
 
 
-def select_from(candidates: Sequence[Candidate]) -> list[Candidate]:
-    """Of scored candidates, the likeliest until they hold the answer with CONFIDENCE (at most
-    MAX_QUOTED; one that another holds is not quoted again), in the passages' order."""
+def add_meaning(candidates: Sequence[Candidate], similarity: Similarity) -> list[Candidate]:
+    """The MEANING_CANDIDATES best candidates, each score raised by MEANING times the sentence's
+    cosine to the question standardised among them (a model's cosines have a scale of their
+    own: e5's lie within 0.7-0.9)."""
+    best = sorted(candidates, key=lambda c: (-c.score, c.n, c.position))[:MEANING_CANDIDATES]
+    cosines = [float(c) for c in similarity([c.text for c in best])]
+    if len(cosines) != len(best):  # checked before any score moves: words alone stay intact
+        raise ValueError(f"{len(cosines)} cosines for {len(best)} sentences")
+    mean, spread = statistics.fmean(cosines), statistics.pstdev(cosines) or 1.0
+    for candidate, cosine in zip(best, cosines, strict=True):
+        candidate.score += MEANING * (cosine - mean) / spread
+    return best
+
+
+def select_from(
+    candidates: Sequence[Candidate],
+    temperature: float | None = None,
+    confidence: float | None = None,
+) -> list[Candidate]:
+    """Of scored candidates, the likeliest until they hold the answer with `confidence`
+    (CONFIDENCE; at most MAX_QUOTED; one that another holds is not quoted again), in the
+    passages' order."""
+    confidence = CONFIDENCE if confidence is None else confidence
     ranked = sorted(candidates, key=lambda c: (-c.score, c.n, c.position))
     chosen: list[Candidate] = []
     held = 0.0
-    for candidate, likelihood in zip(ranked, likelihoods(ranked), strict=True):
-        if len(chosen) == MAX_QUOTED or (chosen and held >= CONFIDENCE):
+    for candidate, likelihood in zip(ranked, likelihoods(ranked, temperature), strict=True):
+        if len(chosen) == MAX_QUOTED or (chosen and held >= confidence):
             break
         held += likelihood  # a sentence already quoted inside another counts, once
         if not any(candidate.text in c.text or c.text in candidate.text for c in chosen):
@@ -128,10 +171,12 @@ def select_from(candidates: Sequence[Candidate]) -> list[Candidate]:
     return sorted(chosen, key=lambda c: (c.n, c.position))
 
 
-def likelihoods(candidates: Sequence[Candidate]) -> list[float]:
-    """How likely each candidate holds the answer: the softmax of their scores at TEMPERATURE."""
+def likelihoods(candidates: Sequence[Candidate], temperature: float | None = None) -> list[float]:
+    """How likely each candidate holds the answer: the softmax of their scores at `temperature`
+    (TEMPERATURE)."""
+    temperature = TEMPERATURE if temperature is None else temperature
     top = max(c.score for c in candidates)
-    weights = [math.exp(TEMPERATURE * (c.score - top)) for c in candidates]
+    weights = [math.exp(temperature * (c.score - top)) for c in candidates]
     total = sum(weights)
     return [w / total for w in weights]
 

@@ -9,6 +9,7 @@
     bare_server   the HTTP floor: a bare uvicorn app
     load          load threads run for a while
     paired        paired bootstrap and sign test of two rankings
+    extractive_baseline  the extractive answer's selection before issue 35 (bench_extractive)
     vector_cache  dense vectors kept between runs
 
 This package re-exports the dataset loaders and the trec_eval-compatible IR metrics.

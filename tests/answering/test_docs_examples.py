@@ -1,9 +1,14 @@
 """The shipped `docs` example questions answered with no LLM, as a fresh clone answers them: the
-expected fact is in the extractive answer (issue 35: at least 17 of the 18)."""
+expected fact is in the extractive answer (issue 35: at least 17 of the 18), its sentences scored
+by their words and, with `extractive_scorer: semantic`, by their meaning too (the collection's
+MiniLM)."""
 
 from __future__ import annotations
 
 import json
+
+import pytest
+from prometheus_client import REGISTRY
 
 from rag_api.answering.models import QueryBody
 from rag_api.answering.query import run_query
@@ -11,12 +16,22 @@ from rag_api.indexing.sync import sync_collection
 from tests.conftest import REPO, repo_yaml, write_config
 
 
-def test_the_extractive_answer_holds_the_expected_fact(tmp_path, make_settings, open_hub) -> None:
+@pytest.mark.parametrize("scorer", ["lexical", "semantic"])
+def test_the_extractive_answer_holds_the_expected_fact(
+    tmp_path, make_settings, open_hub, scorer
+) -> None:
     shipped = repo_yaml("collections.yaml")
     docs = {**shipped["collections"]["docs"], "kb": str(REPO / "kb" / "docs")}
     assert docs["llm"]["provider"] == "extractive"  # what a fresh clone answers with
+    docs["llm"] = {**docs["llm"], "extractive_scorer": scorer}
     hub = open_hub(make_settings(write_config(tmp_path / "c.yaml", {"docs": docs})))
     sync_collection(hub.collection("docs"))
+
+    def embedded() -> float:  # documents: what the semantic scorer's sentences count as
+        labels = {"provider": "sentence-transformers", "kind": "document"}
+        return REGISTRY.get_sample_value("rag_embeddings_total", labels) or 0.0
+
+    before = embedded()
     lines = (REPO / "examples" / "docs-questions.jsonl").read_text(encoding="utf-8").splitlines()
     examples = [e for e in map(json.loads, lines) if e.get("answer")]
     missed = []
@@ -29,3 +44,5 @@ def test_the_extractive_answer_holds_the_expected_fact(tmp_path, make_settings, 
     assert len(examples) == 18
     assert len(missed) <= 1, "\n\n".join(map(str, missed))
     assert "unavailable" not in body.answer
+    by_meaning = embedded() - before
+    assert by_meaning >= 18 if scorer == "semantic" else by_meaning == 0

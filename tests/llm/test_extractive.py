@@ -217,3 +217,56 @@ def test_a_sentence_inside_a_quoted_one_is_not_quoted_again() -> None:
     last = Candidate(3, 0, "Shipping is free.", score=0.8)
     chosen = select_from([faq, answer, other, last])  # each 1/4: the answer counts, unquoted
     assert [c.text for c in chosen] == [faq.text, other.text]
+
+
+SAME_WORDS = Passage(
+    "plans",
+    "plans.md",
+    0,
+    0.9,
+    "The Plus plan suits small teams. The Plus plan is billed monthly.",
+    {},
+)
+
+
+def test_meaning_decides_between_sentences_the_words_cannot_tell_apart(caplog) -> None:
+    question, encoder = "How often is the Plus plan paid?", sparse_encoder("en")
+    meanings = {"The Plus plan suits small teams.": 0.2, "The Plus plan is billed monthly.": 0.9}
+    asked: list[list[str]] = []
+
+    def similarity(texts: list[str]) -> list[float]:
+        asked.append(texts)
+        return [meanings[t] for t in texts]
+
+    by_words = [c.text for c in select(question, [SAME_WORDS], encoder)]
+    assert by_words == list(meanings)  # a tie: both quoted
+    assert [c.text for c in select(question, [SAME_WORDS], encoder, similarity)] == [
+        "The Plus plan is billed monthly."
+    ]
+    assert sorted(asked[0]) == sorted(meanings)
+
+    def broken(texts: list[str]) -> list[float]:
+        raise RuntimeError("embedding server unreachable")
+
+    with caplog.at_level("WARNING"):  # the answer of last resort answers by words alone
+        assert [c.text for c in select(question, [SAME_WORDS], encoder, broken)] == by_words
+    assert "embedding server unreachable" in caplog.text
+    short = [c.text for c in select(question, [SAME_WORDS], encoder, lambda texts: [0.5])]
+    assert short == by_words  # a model that answers for fewer sentences is not trusted
+
+
+def test_meaning_is_asked_of_the_best_sentences_by_words_only() -> None:
+    from rag_api.llm.extractive import MEANING_CANDIDATES
+
+    text = " ".join(f"Sentence {i} is about item {i}." for i in range(30))
+    passage = Passage("many", "many.md", 0, 0.9, text + " The refund window is 30 days.", {})
+    asked: list[list[str]] = []
+
+    def similarity(texts: list[str]) -> list[float]:
+        asked.append(texts)
+        return [1.0 if "refund" in t else 0.0 for t in texts]
+
+    chosen = select("How long is the refund window?", [passage], sparse_encoder("en"), similarity)
+    assert len(asked[0]) == MEANING_CANDIDATES
+    assert "The refund window is 30 days." in asked[0]  # the words ranked it among the best
+    assert [c.text for c in chosen] == ["The refund window is 30 days."]
