@@ -7,7 +7,11 @@ the hub's default chunk size) and queries, in one run:
   the precision `device: auto` picks, length-sorted batches), and their ratio;
   one query's p50 / p95 on each path;
   the cosine between the two paths' vectors of every chunk (min, mean): >= 0.999 or exit 1;
-  peak GPU memory.
+  peak GPU memory;
+  callers at once (issue 47): 1, 4 and 8 threads asking new questions back to back through the
+  hub's query path (`Embedders.query`), with query batching (RAG_QUERY_BATCH 8) and without (1),
+  in turns: p50 / p95 and questions per second, and the ratios issue 47 sets (1 caller p50
+  <= 1.03x, 4 callers p95 <= 0.55x unbatched), on each path.
 
 It builds both paths with rag_api.embedding.device_model.on_device, the code the hub runs at start
 (with its own start check of the sample texts). Without a CUDA device it prints a "no CUDA device"
@@ -26,10 +30,12 @@ $RAG_EVAL_DATA/scifact or ../shared/eval-data/scifact beside the checkout (--dat
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -47,6 +53,7 @@ from rag_api.settings import Settings  # noqa: E402
 from scripts.evallib.datasets import default_data_dir  # noqa: E402
 
 CHUNK_CHARS = 512
+ASKED = itertools.count()  # numbers the callers' questions: each one new to the kept vectors
 
 
 def scifact(data: Path, chunks: int, queries: int) -> tuple[list[str], list[str]]:
@@ -101,6 +108,9 @@ def main() -> int:
     )
     parser.add_argument("--precision", default="auto", choices=["auto", "fp32", "fp16", "bf16"])
     parser.add_argument("--data", type=Path, default=default_data_dir() / "scifact")
+    parser.add_argument(
+        "--callers-s", type=float, default=5.0, help="seconds of each callers phase (0: none)"
+    )
     args = parser.parse_args()
 
     chunks, queries = scifact(args.data, args.chunks, args.queries)
@@ -116,6 +126,7 @@ def main() -> int:
     if problem is not None:
         print(f"no CUDA device: {problem}")
         table(rows, None, None, None)
+        compare_callers("CPU path", settings, cfg, queries, args.callers_s)
         return 0
     import torch
 
@@ -140,6 +151,7 @@ def main() -> int:
     print(
         f"the hub embeds one query on {chosen} (at start: {cpu_ms:.1f} ms CPU, {gpu_ms:.1f} ms GPU)"
     )
+    compare_callers("GPU path", settings, gpu_cfg, queries, args.callers_s)
     if cosines.min() < devices.SHARED_COSINE:
         print(f"FAIL: min cosine {cosines.min():.6f} < {devices.SHARED_COSINE}")
         return 1
@@ -150,6 +162,62 @@ def run(embedder, chunks: list[str], queries: list[str]) -> tuple:
     speed, vectors = rate(embedder.embed, chunks)
     p50, p95 = latency(embedder.embed, queries)
     return speed, p50, p95, vectors
+
+
+def compare_callers(
+    label: str, settings: Settings, cfg: EmbedderConfig, queries: list[str], seconds: float
+) -> None:
+    """Issue 47's question on this path: do callers at once gain from batched query embeddings?"""
+    if seconds <= 0:
+        return
+    paths = {  # batching on for every runtime (the CPU's too), and off
+        batched: Embedders(
+            settings.model_copy(
+                update={"query_batch": 8 if batched else 1, "query_batch_cpu": True}
+            )
+        )
+        for batched in (True, False)
+    }
+    print(f"\n{label}, callers at once ({seconds:g} s a phase, in turns)")
+    print("| callers | batched p50 / p95 ms | alone p50 / p95 ms | p50 | p95 | questions/s |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for n in (1, 4, 8):
+        figures = {b: callers(paths[b], cfg, queries, n, seconds) for b in (False, True)}
+        (p50, p95, rate), (a50, a95, arate) = figures[True], figures[False]
+        print(
+            f"| {n} | {p50:.2f} / {p95:.2f} | {a50:.2f} / {a95:.2f} | {p50 / a50:.2f}x | "
+            f"{p95 / a95:.2f}x | {rate:.0f} vs {arate:.0f} ({rate / arate:.2f}x) |"
+        )
+
+
+def callers(
+    embedders: Embedders, cfg: EmbedderConfig, queries: list[str], n: int, seconds: float
+) -> tuple[float, float, float]:
+    """`n` threads asking new questions back to back for `seconds`: p50, p95 (ms), questions/s."""
+    embedders.query(cfg, "warm-up question")
+    times: list[list[float]] = [[] for _ in range(n)]
+    start = threading.Barrier(n + 1)
+
+    def caller(i: int) -> None:
+        start.wait()
+        k = i
+        while time.perf_counter() < stop:
+            text = f"{queries[k % len(queries)]} ({next(ASKED)})"  # never a kept vector
+            began = time.perf_counter()
+            embedders.query(cfg, text)
+            times[i].append((time.perf_counter() - began) * 1000)
+            k += n
+
+    threads = [threading.Thread(target=caller, args=(i,)) for i in range(n)]
+    for thread in threads:
+        thread.start()
+    stop = time.perf_counter() + seconds
+    start.wait()
+    for thread in threads:
+        thread.join()
+    every = [t for mine in times for t in mine]
+    p50, p95 = np.percentile(every, [50, 95])
+    return float(p50), float(p95), len(every) / seconds
 
 
 def table(rows: list[tuple], ratio: float | None, cosines, peak: float | None) -> None:
