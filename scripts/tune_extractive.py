@@ -55,6 +55,10 @@ GRIDS = {  # the constants of rag_api/llm/extractive.py tried, each value with e
         "MEANING": (0.05, 0.1, 0.15),
         "MEANING_TEMPERATURE": (6.0, 8.25, 10.0),
         "MEANING_CONFIDENCE": (0.7, 0.72, 0.74, 0.76),
+        "SURE": (1.0,),  # meaning asked of every answer
+    },
+    "gate": {  # then where it is asked: the words' likeliest sentence below SURE
+        "SURE": (0.68, 0.75, 0.8, 0.85, 0.9, 1.0),
     },
 }
 
@@ -89,7 +93,7 @@ def tune(name: str, args: argparse.Namespace) -> None:
                     setattr(extractive, key, value)
                 row: dict[str, list[Any]] = {"hit": [], "hit_first": [], "chars": []}
                 for question, context, expected, first, cosines in cases:
-                    similarity = cosines.__getitem__ if scorer == "semantic" else None
+                    similarity = None if scorer == "lexical" else cosines.__getitem__
                     text = extractive.extractive_answer(
                         question, context, language, encoder, similarity=similarity
                     )

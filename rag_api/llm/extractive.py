@@ -10,9 +10,10 @@ Each sentence of the first `MAX_PASSAGES` passages is scored by
 - what the question asks for: a number, a date, a name ("how many", "cuándo", "chi") counts in a
   sentence that has one the question does not;
 - where it is: its passage's rank, then its place in the passage;
-- with `similarity` (the collection's `llm.extractive_scorer: semantic`), its meaning: the
-  MEANING_CANDIDATES best by the above are embedded by the collection's model, and their cosine to
-  the question, standardised among them, is added at MEANING (the others are not quoted).
+- with `similarity` (the collection's `llm.extractive_scorer: semantic`), its meaning, where the
+  above leaves the answer open (no sentence holds it with SURE): the MEANING_CANDIDATES best are
+  embedded by the collection's model, and their cosine to the question, standardised among them,
+  is added at MEANING (the others are not quoted).
 The scores become likelihoods (their softmax at TEMPERATURE) and sentences are quoted, likeliest
 first, until those quoted hold the answer with CONFIDENCE, so an answer is longer only where the
 passages leave it open. A heading is never quoted (it names the topic); a FAQ question is quoted
@@ -47,6 +48,9 @@ TEMPERATURE, CONFIDENCE, MAX_QUOTED = 12.4, 0.68, 3
 # then the softmax's temperature and the confidence for those scores; chosen the same way
 MEANING, MEANING_CANDIDATES = 0.1, 12
 MEANING_TEMPERATURE, MEANING_CONFIDENCE = 8.25, 0.74
+# ... asked only where the words leave the answer open: their likeliest sentence below SURE (the
+# lowest that chose as meaning everywhere on the tuning questions; half the answers embed nothing)
+SURE = 0.85
 
 # the cosines of texts to the question, by the collection's embedding model
 Similarity = Callable[[list[str]], Sequence[float]]
@@ -126,7 +130,7 @@ def select(
     if not candidates:
         return []
     score(question, candidates, encoder)
-    if similarity is not None:
+    if similarity is not None and max(likelihoods(candidates)) < SURE:
         try:
             best = add_meaning(candidates, similarity)
         except Exception as exc:  # the answer of last resort: it answers by words alone

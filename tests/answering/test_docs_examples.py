@@ -45,4 +45,4 @@ def test_the_extractive_answer_holds_the_expected_fact(
     assert len(missed) <= 1, "\n\n".join(map(str, missed))
     assert "unavailable" not in body.answer
     by_meaning = embedded() - before
-    assert by_meaning >= 18 if scorer == "semantic" else by_meaning == 0
+    assert by_meaning > 0 if scorer == "semantic" else by_meaning == 0

@@ -255,18 +255,24 @@ def test_meaning_decides_between_sentences_the_words_cannot_tell_apart(caplog) -
     assert short == by_words  # a model that answers for fewer sentences is not trusted
 
 
-def test_meaning_is_asked_of_the_best_sentences_by_words_only() -> None:
+def test_meaning_is_asked_only_where_the_words_leave_it_open_and_of_their_best() -> None:
     from rag_api.llm.extractive import MEANING_CANDIDATES
 
-    text = " ".join(f"Sentence {i} is about item {i}." for i in range(30))
-    passage = Passage("many", "many.md", 0, 0.9, text + " The refund window is 30 days.", {})
+    plans = ["Basic", "Plus", "Team", "Business", "Enterprise", "Studio", "Campus", "Nonprofit"]
+    alike = " ".join(
+        f"The refund window of the {p} plan is set by its contract." for p in plans * 3
+    )
+    passage = Passage("many", "many.md", 0, 0.9, alike + " The refund window lasts 30 days.", {})
     asked: list[list[str]] = []
 
     def similarity(texts: list[str]) -> list[float]:
         asked.append(texts)
-        return [1.0 if "refund" in t else 0.0 for t in texts]
+        return [1.0 if "30 days" in t else 0.0 for t in texts]
 
     chosen = select("How long is the refund window?", [passage], sparse_encoder("en"), similarity)
-    assert len(asked[0]) == MEANING_CANDIDATES
-    assert "The refund window is 30 days." in asked[0]  # the words ranked it among the best
-    assert [c.text for c in chosen] == ["The refund window is 30 days."]
+    assert len(asked[0]) == MEANING_CANDIDATES  # of 25 alike by words, the dozen best
+    assert "The refund window lasts 30 days." in asked[0]  # its number: what "how long" asks
+    assert [c.text for c in chosen] == ["The refund window lasts 30 days."]
+    clear = Passage("one", "one.md", 0, 0.9, "Refunds take 30 days. Support is open on Monday.", {})
+    select("How long do refunds take?", [clear], sparse_encoder("en"), similarity)
+    assert len(asked) == 1  # the words decide alone: nothing embedded
