@@ -10,6 +10,7 @@
     load          load threads run for a while
     paired        paired bootstrap and sign test of two rankings
     extractive_baseline  the extractive answer's selection before issue 35 (bench_extractive)
+    furnished     documents as web pages and PDF reports with their furniture (bench_labels)
     vector_cache  dense vectors kept between runs
 
 This package re-exports the dataset loaders and the trec_eval-compatible IR metrics.
