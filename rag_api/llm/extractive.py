@@ -49,7 +49,7 @@ TEMPERATURE, CONFIDENCE, MAX_QUOTED = 12.4, 0.68, 3
 MEANING, MEANING_CANDIDATES = 0.1, 12
 MEANING_TEMPERATURE, MEANING_CONFIDENCE = 8.25, 0.74
 # ... asked only where the words leave the answer open: their likeliest sentence below SURE (the
-# lowest that chose as meaning everywhere on the tuning questions; half the answers embed nothing)
+# lowest whose tuning figures equal asking every answer's; about half the answers embed nothing)
 SURE = 0.85
 
 # the cosines of texts to the question, by the collection's embedding model
