@@ -82,9 +82,7 @@ def main() -> None:
 
 def run(name: str, args: argparse.Namespace) -> None:
     per_seed = {seed: asked(name, args, seed) for seed in args.seeds}
-    rows = {
-        v: {"hit": [], "hit_first": [], "chars": [], "ms": [], "embedded": []} for v in VARIANTS
-    }
+    rows = empty_rows()
     spread = {v: {"hit": [], "hit_first": [], "chars": []} for v in VARIANTS[1:]}
     for _, _, kb_rows in per_seed.values():
         for variant, row in kb_rows.items():
@@ -165,9 +163,7 @@ def measure(
     gold: dict[str, list[str]],
     timing: bool = False,
 ) -> dict[str, dict[str, list[Any]]]:
-    rows: dict[str, dict[str, list[Any]]] = {
-        v: {"hit": [], "hit_first": [], "chars": [], "ms": [], "embedded": []} for v in VARIANTS
-    }
+    rows = empty_rows()
     language, budget = kb.cfg.language, kb.cfg.retrieval.context_chars
     configs = {"new": kb.cfg, "semantic": semantic(kb.cfg)}
     for i, (qid, question) in enumerate(queries.items()):
@@ -200,6 +196,11 @@ def measure(
             print(f"  {i + 1}/{len(queries)} questions", file=sys.stderr)
     kb.cfg = configs["new"]
     return rows
+
+
+def empty_rows() -> dict[str, dict[str, list[Any]]]:
+    """Each variant's figures, question by question."""
+    return {v: {k: [] for k in ("hit", "hit_first", "chars", "ms", "embedded")} for v in VARIANTS}
 
 
 def sentences_embedded(kb: Collection) -> float:

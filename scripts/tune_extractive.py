@@ -18,6 +18,7 @@ import dataclasses
 import itertools
 import pickle
 import statistics
+from collections.abc import Callable
 from typing import Any
 
 from rag_api.answering.answer import select_context
@@ -93,7 +94,7 @@ def tune(name: str, args: argparse.Namespace) -> None:
                     setattr(extractive, key, value)
                 row: dict[str, list[Any]] = {"hit": [], "hit_first": [], "chars": []}
                 for question, context, expected, first, cosines in cases:
-                    similarity = None if scorer == "lexical" else cosines.__getitem__
+                    similarity = None if scorer == "lexical" else cosines_of(cosines)
                     text = extractive.extractive_answer(
                         question, context, language, encoder, similarity=similarity
                     )
@@ -108,11 +109,9 @@ def tune(name: str, args: argparse.Namespace) -> None:
                 setattr(extractive, key, value)
 
 
-class Cosines(dict):
-    """A question's cosines to its candidate sentences, as `extractive.Similarity` asks."""
-
-    def __getitem__(self, texts: list[str]) -> list[float]:  # type: ignore[override]
-        return [dict.__getitem__(self, t) for t in texts]
+def cosines_of(known: dict[str, float]) -> Callable[[list[str]], list[float]]:
+    """A question's kept cosines to its candidate sentences, as `extractive.Similarity`."""
+    return lambda texts: [known[t] for t in texts]
 
 
 def tuning_cases(name: str, args: argparse.Namespace) -> tuple[list[tuple], str, Any]:
@@ -140,7 +139,7 @@ def tuning_cases(name: str, args: argparse.Namespace) -> tuple[list[tuple], str,
                 first = bool(passages) and passages[0].source == next(iter(dataset.qrels[qid]))
                 expected = [fold(a) for a in gold[qid]]
                 context = [Quoted(p.source, p.text) for p in select_context(passages, budget)]
-                mine.append((question, context, expected, first, Cosines()))
+                mine.append((question, context, expected, first, {}))
             candidates = {  # each question's candidate sentences, embedded once a seed
                 case[0]: [c.text for c in candidates_of(case[1][:MAX_PASSAGES])] for case in mine
             }

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from prometheus_client import REGISTRY
 
 from rag_api.config import read_yaml, yaml_text
 from rag_api.http.app import create_app
@@ -308,6 +309,12 @@ def assert_error_shape(response: httpx.Response, status: int, code: str) -> dict
     assert error["code"] == code, body
     assert isinstance(error["message"], str) and len(error["message"]) > 5, body
     return error
+
+
+def documents_embedded(provider: str) -> float:
+    """Texts this process's embedders of `provider` embedded as documents (rag_embeddings_total)."""
+    labels = {"provider": provider, "kind": "document"}
+    return REGISTRY.get_sample_value("rag_embeddings_total", labels) or 0.0
 
 
 def wait_for(predicate: Callable[[], Any], timeout: float = 20.0, interval: float = 0.05) -> Any:

@@ -8,12 +8,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from prometheus_client import REGISTRY
 
 from rag_api.answering.models import QueryBody
 from rag_api.answering.query import run_query
 from rag_api.indexing.sync import sync_collection
-from tests.conftest import REPO, repo_yaml, write_config
+from tests.conftest import REPO, documents_embedded, repo_yaml, write_config
 
 
 @pytest.mark.parametrize("scorer", ["lexical", "semantic"])
@@ -26,12 +25,7 @@ def test_the_extractive_answer_holds_the_expected_fact(
     docs["llm"] = {**docs["llm"], "extractive_scorer": scorer}
     hub = open_hub(make_settings(write_config(tmp_path / "c.yaml", {"docs": docs})))
     sync_collection(hub.collection("docs"))
-
-    def embedded() -> float:  # documents: what the semantic scorer's sentences count as
-        labels = {"provider": "sentence-transformers", "kind": "document"}
-        return REGISTRY.get_sample_value("rag_embeddings_total", labels) or 0.0
-
-    before = embedded()
+    before = documents_embedded("sentence-transformers")  # the semantic scorer's sentences count
     lines = (REPO / "examples" / "docs-questions.jsonl").read_text(encoding="utf-8").splitlines()
     examples = [e for e in map(json.loads, lines) if e.get("answer")]
     missed = []
@@ -44,5 +38,5 @@ def test_the_extractive_answer_holds_the_expected_fact(
     assert len(examples) == 18
     assert len(missed) <= 1, "\n\n".join(map(str, missed))
     assert "unavailable" not in body.answer
-    by_meaning = embedded() - before
+    by_meaning = documents_embedded("sentence-transformers") - before
     assert by_meaning > 0 if scorer == "semantic" else by_meaning == 0

@@ -4,21 +4,14 @@ with the server gone the answer still comes, by words alone."""
 
 from __future__ import annotations
 
-from prometheus_client import REGISTRY
-
 from rag_api.answering.models import QueryBody
 from rag_api.answering.query import run_query
 from rag_api.indexing.sync import sync_collection
-from tests.conftest import hash_collection, write_config
+from tests.conftest import documents_embedded, hash_collection, write_config
 from tests.support.fakes import FakeOpenAI
 
 PLANS = "The Plus plan suits small teams. The Plus plan is billed monthly.\n"
 QUESTION = "How often is the Plus plan paid?"  # the words tie: meaning is asked
-
-
-def embedded() -> float:
-    labels = {"provider": "openai", "kind": "document"}
-    return REGISTRY.get_sample_value("rag_embeddings_total", labels) or 0.0
 
 
 def test_meaning_is_asked_of_the_model_and_its_loss_answers_by_words(
@@ -37,9 +30,11 @@ def test_meaning_is_asked_of_the_model_and_its_loss_answers_by_words(
         )
         hub = open_hub(make_settings(write_config(tmp_path / "c.yaml", {"docs": entry})))
         sync_collection(hub.collection("docs"))
-        before = embedded()
+        before = documents_embedded("openai")
         body = run_query(hub, "docs", QueryBody(query=QUESTION))
-        assert embedded() - before == 2  # the two sentences, by the collection's model
+        assert (
+            documents_embedded("openai") - before == 2
+        )  # the two sentences, by the collection's model
         assert body.generator == "extractive" and body.answer is not None
         assert "The Plus plan" in body.answer
     with caplog.at_level("WARNING"):  # the model's server is gone
