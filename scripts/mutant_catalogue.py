@@ -1,0 +1,351 @@
+"""The mutants scripts/mutants.py applies: small realistic bugs, each with the tests written to
+catch it (issue 36; a decision that matters gets one)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    path: str  # the file, relative to the repository root
+    old: str  # must occur exactly once in the file
+    new: str
+    tests: tuple[str, ...]  # pytest node ids (or -k expressions after "::-k ")
+
+
+OVERLAP = (
+    "tests/indexing/test_chunking.py::test_neighbouring_chunks_repeat_real_text_up_to_the_overlap"
+)
+GUARD_TABLE = "tests/indexing/test_deletion_guard.py::test_the_guards_boundaries"
+GUARD_TEN = "tests/indexing/test_deletion_guard.py::test_a_ten_file_collection_at_the_boundary"
+QUERY_EMBEDDERS = (
+    "tests/embedding/test_query_vectors.py::"
+    "test_two_embedders_asking_the_same_text_get_their_own_vectors"
+)
+QUERY_PREFIXES = "tests/embedding/test_query_vectors.py::test_two_prefixes_asking_the_same_text_get_their_own_vectors"
+METADATA = "tests/test_metadata.py::test_nan_and_infinity_are_refused"
+AUTH_OFF = "tests/kbadmin/test_admin_api.py::test_auth_off_opens_everything"
+MIGRATE_GATE = (
+    "tests/ops/migrate/test_migrate.py::test_writes_during_the_migration_are_carried_over"
+)
+TWO_RECONCILES = "tests/indexing/test_sync.py::test_two_reconciles_at_once_embed_a_new_file_once"
+SAVE_BURST = "tests/watcher/test_watcher.py::test_save_burst_is_indexed_once_when_quiet"
+REPLICAS = "tests/replicas/test_replicas.py"
+ROTATED = "tests/access/test_keys.py::test_a_rotated_secret_seen_before_stops_when_its_grace_ends"
+THROTTLE = (
+    "tests/access/test_keys.py::test_valid_scoped_keys_never_count_toward_the_failed_attempt_limit"
+)
+AUDITED = (
+    "tests/access/test_audit.py::"
+    "test_each_write_route_logs_one_audit_line_naming_route_key_and_collection"
+)
+EXTRA_VERIFIED = (
+    "tests/ops/backup/test_backup.py::test_a_changed_or_missing_file_under_extra_is_refused"
+)
+ONE_PER_STAMP = (
+    "tests/ops/backup/test_backup_retention.py::"
+    "test_of_two_backups_in_one_second_only_the_newer_is_kept"
+)
+SWEPT = (
+    "tests/openai_compat/upstream/test_responses_stored.py::"
+    "test_an_expired_response_is_swept_from_disk_by_the_next_save"
+)
+N_REFUSED = (
+    "tests/openai_compat/upstream/test_openai_parameters.py::test_n_other_than_one_is_refused"
+)
+USAGE_NULL = (
+    "tests/openai_compat/test_openai_api.py::"
+    "test_with_include_usage_every_chunk_before_the_usage_one_has_usage_null"
+)
+CAPPED = (
+    "tests/openai_compat/upstream/test_client_params.py::"
+    "test_a_client_token_limit_is_lowered_to_the_collections_never_raised"
+)
+FIXED = (
+    "tests/openai_compat/upstream/test_client_params.py::"
+    "test_a_fixed_parameter_is_replaced_by_the_collections_value"
+)
+REFUSED = "tests/openai_compat/upstream/test_client_params.py::test_a_refused_parameter_is_a_400_naming_it"
+METRICS_HIDDEN = (
+    "tests/access/test_metrics_scope.py::"
+    "test_a_metrics_key_sees_only_the_series_of_collections_it_reads"
+)
+NO_SCAN = (
+    "tests/openai_compat/upstream/test_responses_stored.py::"
+    "test_saves_never_scan_the_folder_and_a_restart_reads_it_once"
+)
+QUOTED = (
+    "tests/llm/test_extractive.py::"
+    "test_a_clear_best_is_quoted_alone_and_close_ones_together_up_to_the_bound"
+)
+MEANING = (
+    "tests/llm/test_extractive.py::"
+    "test_meaning_decides_between_sentences_the_words_cannot_tell_apart"
+)
+MEANING_BEST = (
+    "tests/llm/test_extractive.py::"
+    "test_meaning_is_asked_only_where_the_words_leave_it_open_and_of_their_best"
+)
+
+MUTANTS = [
+    Mutant(
+        "chunk overlap forced to 0",
+        "rag_api/indexing/chunking.py",
+        "_splitter(chunking.size, chunking.overlap)",
+        "_splitter(chunking.size, 0)",
+        (OVERLAP,),
+    ),
+    Mutant(
+        "chunk overlap doubled",
+        "rag_api/indexing/chunking.py",
+        "_splitter(chunking.size, chunking.overlap)",
+        "_splitter(chunking.size, chunking.overlap * 2)",
+        (OVERLAP,),
+    ),
+    Mutant(
+        "mass-removal guard from 11 files",
+        "rag_api/indexing/sync.py",
+        "MASS_REMOVAL_MIN_FILES = 10",
+        "MASS_REMOVAL_MIN_FILES = 11",
+        (GUARD_TABLE, GUARD_TEN),
+    ),
+    Mutant(
+        "mass-removal guard holds exactly half",
+        "rag_api/indexing/sync.py",
+        "2 * gone > stored",
+        "2 * gone >= stored",
+        (GUARD_TABLE, GUARD_TEN),
+    ),
+    Mutant(
+        "query vectors keyed on the text alone",
+        "rag_api/embedding/embedders.py",
+        "self._queries.get((_key(cfg), prefixed), compute)",
+        "self._queries.get(prefixed, compute)",
+        (QUERY_EMBEDDERS,),
+    ),
+    Mutant(
+        "query vectors keyed without the prefix",
+        "rag_api/embedding/embedders.py",
+        "self._queries.get((_key(cfg), prefixed), compute)",
+        "self._queries.get((_key(cfg), text), compute)",
+        (QUERY_PREFIXES,),
+    ),
+    Mutant(
+        "metadata accepts Infinity (isnan for isfinite)",
+        "rag_api/metadata.py",
+        "isinstance(value, float) and not math.isfinite(value)",
+        "isinstance(value, float) and math.isnan(value)",
+        (METADATA,),
+    ),
+    Mutant(
+        "an added document answered but not stored",
+        "rag_api/kbadmin/writes.py",
+        "    _insert(collection, chunks, seqs, api_provenance(body.persist, body.dynamic))\n"
+        '    return {"added": len(chunks), "sources": [source]',
+        '    return {"added": len(chunks), "sources": [source]',
+        (AUTH_OFF,),
+    ),
+    # the timing-dependent tests, rewritten to wait on conditions: still failing when broken
+    Mutant(
+        "a migration's write gate holds nothing",
+        "rag_api/points/collection.py",
+        'catch-up and alias swap."""\n        with self._target_lock.write():\n            yield',
+        'catch-up and alias swap."""\n        yield',
+        (MIGRATE_GATE,),
+    ),
+    Mutant(
+        "two reconciles of a collection at once",
+        "rag_api/indexing/sync.py",
+        "    with collection.syncing:",
+        "    if True:",
+        (TWO_RECONCILES,),
+    ),
+    Mutant(
+        "the watcher ignores its quiet period",
+        "rag_api/watcher/watcher.py",
+        "CollectionState(collection, self.debounce_s)",
+        "CollectionState(collection, 0.0)",
+        (SAVE_BURST,),
+    ),
+    # issue 48: behaviours of the access scopes, backups, stored responses and the OpenAI fields
+    Mutant(
+        "a rotated secret once cached outlives its grace",
+        "rag_api/access/keyring.py",
+        "if key is None or known is None or not key.live(at) or known[1] not in key.hashes(at):",
+        "if key is None or known is None or not key.live(at):",
+        (ROTATED,),
+    ),
+    Mutant(
+        "valid scoped keys count toward the failed-attempt limit",
+        "rag_api/access/keyring.py",
+        "        if found is None:\n            self._failed(client)",
+        "        self._failed(client)",
+        (THROTTLE,),
+    ),
+    Mutant(
+        "deleting a file through the API writes no audit line",
+        "rag_api/http/endpoints/uploads.py",
+        '    audit("delete file", collection, path=path, chunks_removed=deleted["chunks_removed"])',
+        "    pass",
+        (AUDITED,),
+    ),
+    Mutant(
+        "the files under a backup's extra/ are not verified",
+        "rag_api/ops/backup/file_format.py",
+        'files.update({f"{EXTRA}/{rel}": entry for rel, entry in manifest.get("extra", {}).items()})',
+        "pass",
+        (EXTRA_VERIFIED,),
+    ),
+    Mutant(
+        "retention keeps every backup of one timestamp",
+        "rag_api/ops/backup/retention.py",
+        "(backup.taken in keep and by_stamp[backup.taken] is backup)",
+        "(backup.taken in keep)",
+        (ONE_PER_STAMP,),
+    ),
+    Mutant(
+        "expired stored responses are never swept from disk",
+        "rag_api/openai_compat/stored.py",
+        "if len(index) <= self.max_count and at >= expired:",
+        "if len(index) <= self.max_count:",
+        (SWEPT,),
+    ),
+    Mutant(
+        "n: 0 is accepted",
+        "rag_api/openai_compat/models.py",
+        "if value is not None and value != 1:",
+        "if value is not None and value > 1:",
+        (N_REFUSED,),
+    ),
+    Mutant(
+        "with include_usage the content chunks lack usage: null",
+        "rag_api/openai_compat/chat.py",
+        '{"usage": None} if include_usage else {}',
+        "{}",
+        (USAGE_NULL,),
+    ),
+    Mutant(
+        "an extractive answer quotes the likeliest sentences past the confidence they reach",
+        "rag_api/llm/extractive.py",
+        "(chosen and held >= confidence)",
+        "(chosen and held >= 1.0)",
+        (QUOTED,),
+    ),
+    Mutant(
+        "an extractive answer scored by meaning ignores the cosines",
+        "rag_api/llm/extractive.py",
+        "candidate.score += MEANING * (cosine - mean) / spread",
+        "candidate.score += 0.0 * (cosine - mean) / spread",
+        (MEANING,),
+    ),
+    Mutant(
+        "an embedding failure fails the extractive answer scored by meaning",
+        "rag_api/llm/extractive.py",
+        "except Exception as exc:  # the answer of last resort",
+        "except ArithmeticError as exc:  # the answer of last resort",
+        (MEANING,),
+    ),
+    Mutant(
+        "meaning is asked where the words alone are sure",
+        "rag_api/llm/extractive.py",
+        "if similarity is not None and max(likelihoods(candidates)) < SURE:",
+        "if similarity is not None:",
+        (MEANING_BEST,),
+    ),
+    Mutant(
+        "a sentence outside the best by words is scored by meaning too",
+        "rag_api/llm/extractive.py",
+        "key=lambda c: (-c.score, c.n, c.position))[:MEANING_CANDIDATES]",
+        "key=lambda c: (-c.score, c.n, c.position))",
+        (MEANING_BEST,),
+    ),
+    # the decisions this round added: each must be caught too
+    Mutant(
+        "the audit line names no route",
+        "rag_api/access/grant.py",
+        'f" {route}:" if route else ""',
+        '""',
+        (AUDITED,),
+    ),
+    Mutant(
+        "a client's token limit raises the collection's",
+        "rag_api/answering/client_params.py",
+        "min(max_tokens, llm.max_tokens)",
+        "max(max_tokens, llm.max_tokens)",
+        (CAPPED,),
+    ),
+    Mutant(
+        "a fixed temperature goes through as the client sent it",
+        "rag_api/answering/client_params.py",
+        'if temperature is None or rules.temperature != "allow":',
+        "if temperature is None:",
+        (FIXED,),
+    ),
+    Mutant(
+        "a refused parameter is let through",
+        "rag_api/answering/client_params.py",
+        'getattr(rules, name) == "refuse"',
+        'getattr(rules, name) == "refused"',
+        (REFUSED,),
+    ),
+    Mutant(
+        "a metrics key sees every collection's series",
+        "rag_api/http/endpoints/watcher.py",
+        'else partial(principal.may, "read")',
+        "else None",
+        (METRICS_HIDDEN,),
+    ),
+    Mutant(
+        "stored responses read the folder on every save",
+        "rag_api/openai_compat/stored.py",
+        "        if self._index is None:\n            found = []",
+        "        if True:\n            found = []",
+        (NO_SCAN,),
+    ),
+    Mutant(
+        "a reader keeps both generations of a document being replaced",
+        "rag_api/points/collection.py",
+        "return generations.newest(hits) if self.follow is not None else hits",
+        "return hits",
+        (
+            REPLICAS
+            + "::test_a_reader_between_the_two_operations_of_a_replacement_answers_from_one_version",
+        ),
+    ),
+    Mutant(
+        "a reader follows the alias, not the writer's published collection and embedder",
+        "rag_api/points/collection.py",
+        "published = self.follow(self.name) if self.follow is not None else None",
+        "published = None",
+        (
+            REPLICAS
+            + "::test_a_migration_and_a_restore_are_followed_by_a_reader_querying_throughout",
+        ),
+    ),
+    Mutant(
+        "a reader with no keys document yet is open",
+        "rag_api/replicas/shared_keys.py",
+        "        return self._missing\n",
+        "        return False\n",
+        (REPLICAS + "::test_a_reader_before_any_writer_refuses_every_key_rather_than_opening",),
+    ),
+    Mutant(
+        "a second writer is let in",
+        "rag_api/replicas/lease.py",
+        "        if age < LEASE_S:",
+        "        if age < 0:",
+        (REPLICAS + "::test_a_second_writer_is_refused", "tests/replicas/test_lease.py"),
+    ),
+    Mutant(
+        "a reader answers for the writer's jobs itself",
+        "rag_api/http/forward.py",
+        r'"^/v1/(jobs|ops|indexer)(/|$)',
+        r'"^/v1/(ops|indexer)(/|$)',
+        (
+            REPLICAS
+            + "::test_a_write_sent_to_a_reader_lands_through_the_writer_and_every_reader_reads_it",
+        ),
+    ),
+]
