@@ -214,9 +214,9 @@ class LLMConfig(Strict):
     max_tokens: Annotated[int, Field(gt=0)] | None = None  # also the cap on a client's limit
     timeouts: LLMTimeouts = LLMTimeouts()
     client_params: ClientParams = ClientParams()
-    # how an extractive answer (no LLM, or it failed) scores sentences: by their words, or by
-    # their words and meaning (each answer embeds its best dozen sentences: rag_api.llm.extractive)
-    extractive_scorer: Literal["lexical", "semantic"] = "lexical"
+    # how an extractive answer (no LLM, or it failed) scores sentences: by their words and, where
+    # they leave it open, meaning (it embeds its best dozen sentences: rag_api.llm.extractive)
+    extractive_scorer: Literal["lexical", "semantic"] = "semantic"
 
     @model_validator(mode="before")
     @classmethod

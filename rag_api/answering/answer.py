@@ -134,7 +134,7 @@ def extractive(
 
     def cosines(texts: list[str]) -> list[float]:
         query = collection.embed_query(question)
-        return (collection.embed_documents(texts) @ query).tolist()
+        return (collection.embed_passages(texts) @ query).tolist()
 
     semantic = collection.cfg.llm.extractive_scorer == "semantic"
     return extractive_answer(

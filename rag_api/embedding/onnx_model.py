@@ -304,6 +304,9 @@ class OnnxEmbedder(Embedder):
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self._query.embed(texts)
 
+    def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self._query.embed(texts)
+
     def count_tokens(self, texts: Sequence[str], *, query: bool = False) -> int | None:
         return self._query.count_tokens(texts)
 

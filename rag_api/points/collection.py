@@ -204,6 +204,9 @@ class Collection:
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         return self.embedders.documents(self.cfg.embedder, texts)
 
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        return self.embedders.passages(self.cfg.embedder, texts)
+
     def embed_query(self, text: str, embedder: EmbedderConfig | None = None) -> np.ndarray:
         """The query's vector by `embedder` (the one read with the collection's info), else ours."""
         return self.embedders.query(embedder or self.cfg.embedder, text)

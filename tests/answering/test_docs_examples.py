@@ -12,7 +12,7 @@ import pytest
 from rag_api.answering.models import QueryBody
 from rag_api.answering.query import run_query
 from rag_api.indexing.sync import sync_collection
-from tests.conftest import REPO, documents_embedded, repo_yaml, write_config
+from tests.conftest import REPO, repo_yaml, texts_embedded, write_config
 
 
 @pytest.mark.parametrize("scorer", ["lexical", "semantic"])
@@ -25,7 +25,8 @@ def test_the_extractive_answer_holds_the_expected_fact(
     docs["llm"] = {**docs["llm"], "extractive_scorer": scorer}
     hub = open_hub(make_settings(write_config(tmp_path / "c.yaml", {"docs": docs})))
     sync_collection(hub.collection("docs"))
-    before = documents_embedded("sentence-transformers")  # the semantic scorer's sentences count
+    counts = ("document", "passage")  # the semantic scorer's sentences are passages, no chunks
+    before = [texts_embedded("sentence-transformers", kind) for kind in counts]
     lines = (REPO / "examples" / "docs-questions.jsonl").read_text(encoding="utf-8").splitlines()
     examples = [e for e in map(json.loads, lines) if e.get("answer")]
     missed = []
@@ -38,5 +39,8 @@ def test_the_extractive_answer_holds_the_expected_fact(
     assert len(examples) == 18
     assert len(missed) <= 1, "\n\n".join(map(str, missed))
     assert "unavailable" not in body.answer
-    by_meaning = documents_embedded("sentence-transformers") - before
-    assert by_meaning > 0 if scorer == "semantic" else by_meaning == 0
+    documents, passages = (
+        texts_embedded("sentence-transformers", kind) - n
+        for kind, n in zip(counts, before, strict=True)
+    )
+    assert documents == 0 and (passages > 0 if scorer == "semantic" else passages == 0)

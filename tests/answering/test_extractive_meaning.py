@@ -7,7 +7,7 @@ from __future__ import annotations
 from rag_api.answering.models import QueryBody
 from rag_api.answering.query import run_query
 from rag_api.indexing.sync import sync_collection
-from tests.conftest import documents_embedded, hash_collection, write_config
+from tests.conftest import hash_collection, texts_embedded, write_config
 from tests.support.fakes import FakeOpenAI
 
 PLANS = "The Plus plan suits small teams. The Plus plan is billed monthly.\n"
@@ -30,11 +30,10 @@ def test_meaning_is_asked_of_the_model_and_its_loss_answers_by_words(
         )
         hub = open_hub(make_settings(write_config(tmp_path / "c.yaml", {"docs": entry})))
         sync_collection(hub.collection("docs"))
-        before = documents_embedded("openai")
+        before = texts_embedded("openai", "passage")
         body = run_query(hub, "docs", QueryBody(query=QUESTION))
-        assert (
-            documents_embedded("openai") - before == 2
-        )  # the two sentences, by the collection's model
+        sentences = texts_embedded("openai", "passage") - before
+        assert sentences == 2  # the two sentences, by the collection's model
         assert body.generator == "extractive" and body.answer is not None
         assert "The Plus plan" in body.answer
     with caplog.at_level("WARNING"):  # the model's server is gone

