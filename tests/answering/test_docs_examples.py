@@ -1,7 +1,7 @@
 """The shipped `docs` example questions answered with no LLM, as a fresh clone answers them: the
 expected fact is in the extractive answer (issue 35: at least 17 of the 18), its sentences scored
-by their words and, with `extractive_scorer: semantic`, by their meaning too (the collection's
-MiniLM)."""
+by their words and, by default (`extractive_scorer: semantic`), by their meaning too (the
+collection's MiniLM)."""
 
 from __future__ import annotations
 
@@ -15,14 +15,16 @@ from rag_api.indexing.sync import sync_collection
 from tests.conftest import REPO, repo_yaml, texts_embedded, write_config
 
 
-@pytest.mark.parametrize("scorer", ["lexical", "semantic"])
+@pytest.mark.parametrize("scorer", [None, "lexical", "semantic"])  # None: as shipped
 def test_the_extractive_answer_holds_the_expected_fact(
     tmp_path, make_settings, open_hub, scorer
 ) -> None:
     shipped = repo_yaml("collections.yaml")
     docs = {**shipped["collections"]["docs"], "kb": str(REPO / "kb" / "docs")}
     assert docs["llm"]["provider"] == "extractive"  # what a fresh clone answers with
-    docs["llm"] = {**docs["llm"], "extractive_scorer": scorer}
+    assert "extractive_scorer" not in docs["llm"]
+    if scorer is not None:
+        docs["llm"] = {**docs["llm"], "extractive_scorer": scorer}
     hub = open_hub(make_settings(write_config(tmp_path / "c.yaml", {"docs": docs})))
     sync_collection(hub.collection("docs"))
     counts = ("document", "passage")  # the semantic scorer's sentences are passages, no chunks
@@ -43,4 +45,4 @@ def test_the_extractive_answer_holds_the_expected_fact(
         texts_embedded("sentence-transformers", kind) - n
         for kind, n in zip(counts, before, strict=True)
     )
-    assert documents == 0 and (passages > 0 if scorer == "semantic" else passages == 0)
+    assert documents == 0 and (passages == 0 if scorer == "lexical" else passages > 0)
