@@ -144,7 +144,7 @@ def tuning_cases(name: str, args: argparse.Namespace) -> tuple[list[tuple], str,
                 case[0]: [c.text for c in candidates_of(case[1][:MAX_PASSAGES])] for case in mine
             }
             texts = sorted({t for sentences in candidates.values() for t in sentences})
-            vectors = dict(zip(texts, kb.embed_documents(texts), strict=True))
+            vectors = dict(zip(texts, kb.embed_passages(texts), strict=True))
             for question, _, _, _, cosines in mine:
                 asked = kb.embed_query(question)
                 cosines.update((t, float(vectors[t] @ asked)) for t in candidates[question])
