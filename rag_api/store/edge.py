@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
 import shutil
 import threading
@@ -34,6 +35,7 @@ from rag_api.store.diskspace import (
     points_bytes,
 )
 from rag_api.store.edge_failures import engine_call
+from rag_api.store.edge_optimize import INDEXED_FROM_BYTES, WORK, build_index, exchange
 from rag_api.store.edge_requests import (
     KIND,
     SCHEMA,
@@ -70,18 +72,22 @@ from rag_api.store.types import (
     SparseVec,
 )
 
+log = logging.getLogger(__name__)
+
 
 class EdgeStore(Store):
     """qdrant-edge-py shards under `root`, plus the hub's own alias file."""
 
     embedded = True
 
-    def __init__(self, root: Path, min_free_mb: int = 0) -> None:
+    def __init__(self, root: Path, min_free_mb: int = 0, nice: int = 0) -> None:
         self.root = Path(root)
         self.location = str(self.root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.disk = DiskSpace(self.root, min_free_mb * MB)
+        self.nice = nice  # levels down for an index built aside
         self._lock_file = acquire_process_lock(self.root / ".lock")
+        shutil.rmtree(self.root / WORK, ignore_errors=True)  # an index build a stop cut short
         self._aliases = AliasFile(self.root / "aliases.json")
         self._shards: dict[str, qe.EdgeShard] = {}
         self._configs: dict[str, dict[str, Any]] = {}
@@ -111,7 +117,7 @@ class EdgeStore(Store):
             name=physical,
             physical=physical,
             dim=int(vectors.get(dense_name, {}).get("size", 0)),
-            points=self._shard(physical).info().points_count,
+            points=self._call(physical, "info").points_count,
             dense_name=dense_name,
             sparse_name=sparse_name,
         )
@@ -149,16 +155,16 @@ class EdgeStore(Store):
             self._aliases.remove(name)
 
     def payload_indexes(self, physical: str) -> dict[str, str]:
-        schema = engine_call(self._shard(physical).info).payload_schema
+        schema = self._call(physical, "info").payload_schema
         return {field: KIND.get(index.data_type, "other") for field, index in schema.items()}
 
     def create_payload_index(self, physical: str, field: str, kind: str) -> None:
-        points = self._shard(physical).info().points_count
+        points = self._call(physical, "info").points_count
         self.disk.require(INDEX_BYTES + 64 * points, f"index '{field}' of '{physical}'")
         params = unlinked(field, kind)
         schema = SCHEMA[kind] if params is None else qe.IntegerIndexParams(**params)
         operation = qe.UpdateOperation.create_field_index(field, schema)
-        engine_call(self._shard(physical).update, operation)
+        self._call(physical, "update", operation)
 
     # --- points ------------------------------------------------------------------------------
 
@@ -166,27 +172,27 @@ class EdgeStore(Store):
         self.disk.require(points_bytes(points), f"write {len(points)} chunks to '{physical}'")
         edge_points = [qe.Point(p.id, point_vectors(p, sparse_vector), p.payload) for p in points]
         # one operation: one WAL record
-        engine_call(self._shard(physical).update, qe.UpdateOperation.upsert_points(edge_points))
+        self._call(physical, "update", qe.UpdateOperation.upsert_points(edge_points))
 
     def _delete_ids(self, physical: str, ids: Sequence[str]) -> None:
         self.disk.require(SMALL_WRITE, f"delete from '{physical}'")
-        engine_call(self._shard(physical).update, qe.UpdateOperation.delete_points(list(ids)))
+        self._call(physical, "update", qe.UpdateOperation.delete_points(list(ids)))
 
     def _delete_where(self, physical: str, selector: Selector) -> None:
         self.disk.require(SMALL_WRITE, f"delete from '{physical}'")
         operation = qe.UpdateOperation.delete_points_by_filter(selector_filter(selector))
-        engine_call(self._shard(physical).update, operation)
+        self._call(physical, "update", operation)
 
     def _set_payload(self, physical: str, ids: Sequence[str], fields: Mapping[str, Any]) -> None:
         self.disk.require(SMALL_WRITE, f"label chunks of '{physical}'")
         present = [r.id for r in self._retrieve(physical, ids, with_dense=False)]
         if present:  # the engine refuses an id it does not have
             operation = qe.UpdateOperation.set_payload(engine_ids(present), dict(fields))
-            engine_call(self._shard(physical).update, operation)
+            self._call(physical, "update", operation)
 
     def _retrieve(self, physical: str, ids: Sequence[str], with_dense: bool) -> list[Record]:
         with_vector = [self.physical_info(physical).dense_name] if with_dense else False
-        records = engine_call(self._shard(physical).retrieve, engine_ids(ids), True, with_vector)
+        records = self._call(physical, "retrieve", engine_ids(ids), True, with_vector)
         return [record_from(r, with_dense) for r in records]
 
     def _scroll(self, physical: str, page: PageSpec) -> tuple[list[Record], str | None]:
@@ -197,20 +203,20 @@ class EdgeStore(Store):
             with_payload=payload_selector(page.fields),
             with_vector=[self.physical_info(physical).dense_name] if page.with_dense else False,
         )
-        records, next_offset = engine_call(self._shard(physical).scroll, request)
+        records, next_offset = self._call(physical, "scroll", request)
         return [record_from(r, page.with_dense) for r in records], str_id(next_offset)
 
     def _export(
         self, physical: str, limit: int, offset: str | None
     ) -> tuple[ExportPage, str | None]:
         request = qe.ScrollRequest(offset=offset, limit=limit, with_payload=True, with_vector=True)
-        records, next_offset = engine_call(self._shard(physical).scroll, request)
+        records, next_offset = self._call(physical, "scroll", request)
         dense_name = self.physical_info(physical).dense_name
         return ExportPage(records, dense_name), str_id(next_offset)
 
     def _count(self, physical: str, selector: Selector) -> int:
         request = qe.CountRequest(exact=True, filter=selector_filter(selector))
-        return engine_call(self._shard(physical).count, request)
+        return self._call(physical, "count", request)
 
     def _facet(
         self, physical: str, key: str, selector: Selector, limit: int
@@ -218,7 +224,7 @@ class EdgeStore(Store):
         request = qe.FacetRequest(
             key=key, limit=limit, exact=True, filter=selector_filter(selector)
         )
-        return [(str(h.value), h.count) for h in engine_call(self._shard(physical).facet, request)]
+        return [(str(h.value), h.count) for h in self._call(physical, "facet", request)]
 
     def _nearest(
         self, physical: str, query: QueryVector, spec: SearchSpec, info: CollectionInfo
@@ -232,7 +238,7 @@ class EdgeStore(Store):
             with_payload=payload_selector(spec.fields),
             with_vector=[info.dense_name] if spec.with_dense else False,
         )
-        points = engine_call(self._shard(physical).query, request)
+        points = self._call(physical, "query", request)
         return [hit_from(p, spec.with_dense) for p in points]
 
     def _hybrid(self, physical: str, spec: SearchSpec, info: CollectionInfo) -> list[Hit]:
@@ -248,7 +254,7 @@ class EdgeStore(Store):
                 qe.QueryRequest(limit=side, query=sparse_q, filter=flt),
             ]
         )
-        dense_pts, sparse_pts = engine_call(self._shard(physical).query_batch, batch)
+        dense_pts, sparse_pts = self._call(physical, "query_batch", batch)
         ids: dict[int, Any] = {}  # every candidate's engine id by its key (keyed_scores)
         dense, sparse = keyed_scores(dense_pts, ids), keyed_scores(sparse_pts, ids)
         missing = None
@@ -257,7 +263,7 @@ class EdgeStore(Store):
         top = fuse(dense, sparse, spec.fusion, spec.rrf_k, spec.weighting, missing)[: spec.limit]
         with_vector = [info.dense_name] if spec.with_dense else False  # for MMR
         wanted, payloads = [ids[key] for key, _ in top], payload_selector(spec.fields)
-        records = engine_call(self._shard(physical).retrieve, wanted, payloads, with_vector)
+        records = self._call(physical, "retrieve", wanted, payloads, with_vector)
         found = {point_key(record.id): record for record in records}
         in_dense = {key for key, _ in dense}
         known = missing.cosines if missing is not None else {}
@@ -297,9 +303,7 @@ class EdgeStore(Store):
         ]
         if not requests:
             return Missing()
-        answers = iter(
-            engine_call(self._shard(physical).query_batch, qe.QueryBatchRequest(requests))
-        )
+        answers = iter(self._call(physical, "query_batch", qe.QueryBatchRequest(requests)))
         cosines = dict(keyed_scores(next(answers), ids)) if bm25_only else {}
         bm25 = dict.fromkeys(dense_only, 0.0) | dict(
             keyed_scores(next(answers), ids) if dense_only else []
@@ -312,20 +316,56 @@ class EdgeStore(Store):
         more than the search)."""
         if not ids:
             return {}
-        return dict(
-            keyed_scores(engine_call(self._shard(physical).query, among(query, ids, True)), {})
-        )
+        return dict(keyed_scores(self._call(physical, "query", among(query, ids, True)), {}))
 
     def optimize(self, physical: str) -> None:
+        """Build the shard's search index on a copy in a child process and swap it in
+        (rag_api.store.edge_optimize): searches go on meanwhile. The caller keeps the shard's
+        writes away until it returns. A shard too small to be indexed is optimized in place, and
+        so is one without room for the copy or a folder exchange: every request waits for the
+        engine meanwhile."""
+        folder = self._shard_dir(physical)
         # an optimization may rewrite the shard's data into a new segment beside the old one
-        need = allocated_bytes(self._shard_dir(physical)) + NEW_SHARD_BYTES
+        need = allocated_bytes(folder) + NEW_SHARD_BYTES
         self.disk.require(need, f"optimize '{physical}'")
-        engine_call(self._shard(physical).optimize)
+        info = self.physical_info(physical)
+        if info.points * info.dim * 4 < INDEXED_FROM_BYTES:  # milliseconds: not worth a copy
+            self._call(physical, "optimize")
+            return
+        self._call(physical, "flush")
+        work = self.root / WORK / datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
+        try:
+            copy_aside(folder, work / physical, need + self.disk.min_free)
+            build_index(work / physical, self.nice)
+            self._swap(physical, work / physical)
+        except OSError as exc:
+            log.warning("%s: the index is built in place (%s)", physical, exc.strerror or exc)
+            self._call(physical, "optimize")
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+    def _swap(self, physical: str, built: Path) -> None:
+        """Put the shard folder `built` in place of `physical`'s (the old one goes to `built`)."""
+        folder = self._shard_dir(physical)
+        with self._guard:
+            shard = self._shards.pop(physical, None)
+            if shard is not None:
+                shard.close()
+            exchange(folder, built)
+            self._configs.pop(physical, None)
+            try:
+                self._shard(physical)
+            except StoreUnavailable as exc:  # the old shard comes back
+                shard = self._shards.pop(physical, None)
+                if shard is not None:
+                    shard.close()
+                exchange(folder, built)
+                raise OSError(errno.EIO, f"the built index does not open: {exc}") from exc
 
     def copy_physical(self, physical: str, to: Path) -> None:
         """Flush the shard and copy its folder to `to`, a shard another process can open (a
         backup reads it there). The caller holds the collection's writes until it returns."""
-        engine_call(self._shard(physical).flush)
+        self._call(physical, "flush")
         try:
             copy_aside(self._shard_dir(physical), to, self.disk.min_free)
         except OSError as exc:
@@ -371,6 +411,12 @@ class EdgeStore(Store):
         if not physical or "/" in physical or physical.startswith("."):
             raise StoreUnavailable("embedded Qdrant", f"invalid collection name {physical!r}")
         return self.root / physical
+
+    def _call(self, physical: str, method: str, *args: Any) -> Any:
+        """`method` of `physical`'s shard, as `engine_call`; held against a swap of the shard
+        (the engine holds the interpreter for the whole call: this serialises nothing more)."""
+        with self._guard:
+            return engine_call(getattr(self._shard(physical), method), *args)
 
     def _shard(self, physical: str) -> qe.EdgeShard:
         shard = self._shards.get(physical)
