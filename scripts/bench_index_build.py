@@ -72,12 +72,12 @@ def build(store: EdgeStore, physical: str, vectors: np.ndarray, aside: bool) -> 
     if aside:
         store.optimize(physical)
     else:
-        store._call(physical, "optimize")
+        store.shards.call(physical, "optimize")
     finished = time.perf_counter()
     time.sleep(0.2)
     stop.set()
     searcher.join()
-    assert store._call(physical, "info").indexed_vectors_count == len(vectors)
+    assert store.shards.call(physical, "info").indexed_vectors_count == len(vectors)
     # every wait that overlaps the build
     waits = [b - a for a, b in pairwise(ended) if b > started and a < finished]
     return {

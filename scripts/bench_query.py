@@ -175,7 +175,7 @@ def store_vs_engine(hub: Hub, queries: list[str]) -> tuple[list[float], list[flo
     """Seconds of the engine's hybrid query and of the hub's Store.search, alternating."""
     collection = hub.collection("bench")
     info = collection.info(refresh=True)
-    shard = hub.store._shard(info.physical)  # the engine object the store itself queries
+    shard = hub.store.shards.shard(info.physical)  # the engine object the store itself queries
     retrieval = collection.cfg.retrieval
     engine, store = [], []
     for n, text in enumerate(queries):

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import errno
-import json
 import logging
 import os
 import shutil
-import threading
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,6 +49,7 @@ from rag_api.store.edge_requests import (
     sparse_vector,
     str_id,
 )
+from rag_api.store.edge_shards import Shards
 from rag_api.store.fusion import Missing, fuse, one_sided
 from rag_api.store.process_lock import acquire_process_lock
 from rag_api.store.records import ExportPage, dense_of, hit_from, record_from
@@ -89,9 +88,7 @@ class EdgeStore(Store):
         self._lock_file = acquire_process_lock(self.root / ".lock")
         shutil.rmtree(self.root / WORK, ignore_errors=True)  # an index build a stop cut short
         self._aliases = AliasFile(self.root / "aliases.json")
-        self._shards: dict[str, qe.EdgeShard] = {}
-        self._configs: dict[str, dict[str, Any]] = {}
-        self._guard = threading.RLock()
+        self.shards = Shards(self.root, self.disk)
 
     # --- collections and aliases -------------------------------------------------------------
 
@@ -99,16 +96,16 @@ class EdgeStore(Store):
         physical = self._aliases.read().get(name)
         if physical is not None:
             return physical
-        return name if self._shard_dir(name).is_dir() else None
+        return name if self.shards.folder(name).is_dir() else None
 
     def aliases(self) -> dict[str, str]:
         return self._aliases.read()
 
     def physical_collections(self) -> list[str]:
-        return sorted(p.name for p in self.root.iterdir() if (p / "edge_config.json").is_file())
+        return self.shards.names()
 
     def physical_info(self, physical: str) -> CollectionInfo:
-        config = self._config(physical)
+        config = self.shards.config(physical)
         vectors = config.get("vectors") or {}
         dense_name = DENSE if DENSE in vectors else next(iter(vectors), DENSE)
         sparse = config.get("sparse_vectors") or {}
@@ -117,7 +114,7 @@ class EdgeStore(Store):
             name=physical,
             physical=physical,
             dim=int(vectors.get(dense_name, {}).get("size", 0)),
-            points=self._call(physical, "info").points_count,
+            points=self.shards.call(physical, "info").points_count,
             dense_name=dense_name,
             sparse_name=sparse_name,
         )
@@ -129,42 +126,35 @@ class EdgeStore(Store):
         )
         need = NEW_SHARD_BYTES + len(PAYLOAD_INDEXES) * INDEX_BYTES
         self.disk.require(need, f"create collection '{physical}'")
-        with self._guard:
-            self._shards[physical] = engine_call(
-                qe.EdgeShard.create, str(self._shard_dir(physical)), config
-            )
+        with self.shards.guard:
+            self.shards.create(physical, config)
             for field, kind in PAYLOAD_INDEXES.items():
                 self.create_payload_index(physical, field, kind)
 
     def drop_physical(self, physical: str) -> None:
-        with self._guard:
-            shard = self._shards.pop(physical, None)
-            self._configs.pop(physical, None)
-            if shard is not None:
-                shard.close()
-            shutil.rmtree(self._shard_dir(physical), ignore_errors=True)
+        self.shards.drop(physical)
 
     def set_alias(self, name: str, physical: str) -> None:
         self.disk.require(SMALL_WRITE, f"point '{name}' at '{physical}'")
-        with self._guard:
+        with self.shards.guard:
             self._aliases.set(name, physical)
 
     def remove_alias(self, name: str) -> None:
         self.disk.require(SMALL_WRITE, f"remove the alias '{name}'")
-        with self._guard:
+        with self.shards.guard:
             self._aliases.remove(name)
 
     def payload_indexes(self, physical: str) -> dict[str, str]:
-        schema = self._call(physical, "info").payload_schema
+        schema = self.shards.call(physical, "info").payload_schema
         return {field: KIND.get(index.data_type, "other") for field, index in schema.items()}
 
     def create_payload_index(self, physical: str, field: str, kind: str) -> None:
-        points = self._call(physical, "info").points_count
+        points = self.shards.call(physical, "info").points_count
         self.disk.require(INDEX_BYTES + 64 * points, f"index '{field}' of '{physical}'")
         params = unlinked(field, kind)
         schema = SCHEMA[kind] if params is None else qe.IntegerIndexParams(**params)
         operation = qe.UpdateOperation.create_field_index(field, schema)
-        self._call(physical, "update", operation)
+        self.shards.call(physical, "update", operation)
 
     # --- points ------------------------------------------------------------------------------
 
@@ -172,27 +162,27 @@ class EdgeStore(Store):
         self.disk.require(points_bytes(points), f"write {len(points)} chunks to '{physical}'")
         edge_points = [qe.Point(p.id, point_vectors(p, sparse_vector), p.payload) for p in points]
         # one operation: one WAL record
-        self._call(physical, "update", qe.UpdateOperation.upsert_points(edge_points))
+        self.shards.call(physical, "update", qe.UpdateOperation.upsert_points(edge_points))
 
     def _delete_ids(self, physical: str, ids: Sequence[str]) -> None:
         self.disk.require(SMALL_WRITE, f"delete from '{physical}'")
-        self._call(physical, "update", qe.UpdateOperation.delete_points(list(ids)))
+        self.shards.call(physical, "update", qe.UpdateOperation.delete_points(list(ids)))
 
     def _delete_where(self, physical: str, selector: Selector) -> None:
         self.disk.require(SMALL_WRITE, f"delete from '{physical}'")
         operation = qe.UpdateOperation.delete_points_by_filter(selector_filter(selector))
-        self._call(physical, "update", operation)
+        self.shards.call(physical, "update", operation)
 
     def _set_payload(self, physical: str, ids: Sequence[str], fields: Mapping[str, Any]) -> None:
         self.disk.require(SMALL_WRITE, f"label chunks of '{physical}'")
         present = [r.id for r in self._retrieve(physical, ids, with_dense=False)]
         if present:  # the engine refuses an id it does not have
             operation = qe.UpdateOperation.set_payload(engine_ids(present), dict(fields))
-            self._call(physical, "update", operation)
+            self.shards.call(physical, "update", operation)
 
     def _retrieve(self, physical: str, ids: Sequence[str], with_dense: bool) -> list[Record]:
         with_vector = [self.physical_info(physical).dense_name] if with_dense else False
-        records = self._call(physical, "retrieve", engine_ids(ids), True, with_vector)
+        records = self.shards.call(physical, "retrieve", engine_ids(ids), True, with_vector)
         return [record_from(r, with_dense) for r in records]
 
     def _scroll(self, physical: str, page: PageSpec) -> tuple[list[Record], str | None]:
@@ -203,20 +193,20 @@ class EdgeStore(Store):
             with_payload=payload_selector(page.fields),
             with_vector=[self.physical_info(physical).dense_name] if page.with_dense else False,
         )
-        records, next_offset = self._call(physical, "scroll", request)
+        records, next_offset = self.shards.call(physical, "scroll", request)
         return [record_from(r, page.with_dense) for r in records], str_id(next_offset)
 
     def _export(
         self, physical: str, limit: int, offset: str | None
     ) -> tuple[ExportPage, str | None]:
         request = qe.ScrollRequest(offset=offset, limit=limit, with_payload=True, with_vector=True)
-        records, next_offset = self._call(physical, "scroll", request)
+        records, next_offset = self.shards.call(physical, "scroll", request)
         dense_name = self.physical_info(physical).dense_name
         return ExportPage(records, dense_name), str_id(next_offset)
 
     def _count(self, physical: str, selector: Selector) -> int:
         request = qe.CountRequest(exact=True, filter=selector_filter(selector))
-        return self._call(physical, "count", request)
+        return self.shards.call(physical, "count", request)
 
     def _facet(
         self, physical: str, key: str, selector: Selector, limit: int
@@ -224,7 +214,7 @@ class EdgeStore(Store):
         request = qe.FacetRequest(
             key=key, limit=limit, exact=True, filter=selector_filter(selector)
         )
-        return [(str(h.value), h.count) for h in self._call(physical, "facet", request)]
+        return [(str(h.value), h.count) for h in self.shards.call(physical, "facet", request)]
 
     def _nearest(
         self, physical: str, query: QueryVector, spec: SearchSpec, info: CollectionInfo
@@ -238,7 +228,7 @@ class EdgeStore(Store):
             with_payload=payload_selector(spec.fields),
             with_vector=[info.dense_name] if spec.with_dense else False,
         )
-        points = self._call(physical, "query", request)
+        points = self.shards.call(physical, "query", request)
         return [hit_from(p, spec.with_dense) for p in points]
 
     def _hybrid(self, physical: str, spec: SearchSpec, info: CollectionInfo) -> list[Hit]:
@@ -254,7 +244,7 @@ class EdgeStore(Store):
                 qe.QueryRequest(limit=side, query=sparse_q, filter=flt),
             ]
         )
-        dense_pts, sparse_pts = self._call(physical, "query_batch", batch)
+        dense_pts, sparse_pts = self.shards.call(physical, "query_batch", batch)
         ids: dict[int, Any] = {}  # every candidate's engine id by its key (keyed_scores)
         dense, sparse = keyed_scores(dense_pts, ids), keyed_scores(sparse_pts, ids)
         missing = None
@@ -263,7 +253,7 @@ class EdgeStore(Store):
         top = fuse(dense, sparse, spec.fusion, spec.rrf_k, spec.weighting, missing)[: spec.limit]
         with_vector = [info.dense_name] if spec.with_dense else False  # for MMR
         wanted, payloads = [ids[key] for key, _ in top], payload_selector(spec.fields)
-        records = self._call(physical, "retrieve", wanted, payloads, with_vector)
+        records = self.shards.call(physical, "retrieve", wanted, payloads, with_vector)
         found = {point_key(record.id): record for record in records}
         in_dense = {key for key, _ in dense}
         known = missing.cosines if missing is not None else {}
@@ -303,7 +293,7 @@ class EdgeStore(Store):
         ]
         if not requests:
             return Missing()
-        answers = iter(self._call(physical, "query_batch", qe.QueryBatchRequest(requests)))
+        answers = iter(self.shards.call(physical, "query_batch", qe.QueryBatchRequest(requests)))
         cosines = dict(keyed_scores(next(answers), ids)) if bm25_only else {}
         bm25 = dict.fromkeys(dense_only, 0.0) | dict(
             keyed_scores(next(answers), ids) if dense_only else []
@@ -316,7 +306,7 @@ class EdgeStore(Store):
         more than the search)."""
         if not ids:
             return {}
-        return dict(keyed_scores(self._call(physical, "query", among(query, ids, True)), {}))
+        return dict(keyed_scores(self.shards.call(physical, "query", among(query, ids, True)), {}))
 
     def optimize(self, physical: str) -> None:
         """Build the shard's search index on a copy in a child process and swap it in
@@ -324,15 +314,15 @@ class EdgeStore(Store):
         writes away until it returns. A shard too small to be indexed is optimized in place, and
         so is one without room for the copy or a folder exchange: every request waits for the
         engine meanwhile."""
-        folder = self._shard_dir(physical)
+        folder = self.shards.folder(physical)
         # an optimization may rewrite the shard's data into a new segment beside the old one
         need = allocated_bytes(folder) + NEW_SHARD_BYTES
         self.disk.require(need, f"optimize '{physical}'")
         info = self.physical_info(physical)
         if info.points * info.dim * 4 < INDEXED_FROM_BYTES:  # milliseconds: not worth a copy
-            self._call(physical, "optimize")
+            self.shards.call(physical, "optimize")
             return
-        self._call(physical, "flush")
+        self.shards.call(physical, "flush")
         work = self.root / WORK / datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
         try:
             copy_aside(folder, work / physical, need + self.disk.min_free)
@@ -340,34 +330,27 @@ class EdgeStore(Store):
             self._swap(physical, work / physical)
         except OSError as exc:
             log.warning("%s: the index is built in place (%s)", physical, exc.strerror or exc)
-            self._call(physical, "optimize")
+            self.shards.call(physical, "optimize")
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
     def _swap(self, physical: str, built: Path) -> None:
         """Put the shard folder `built` in place of `physical`'s (the old one goes to `built`)."""
-        folder = self._shard_dir(physical)
-        with self._guard:
-            shard = self._shards.pop(physical, None)
-            if shard is not None:
-                shard.close()
+        with self.shards.closed(physical) as folder:
             exchange(folder, built)
-            self._configs.pop(physical, None)
-            try:
-                self._shard(physical)
-            except StoreUnavailable as exc:  # the old shard comes back
-                shard = self._shards.pop(physical, None)
-                if shard is not None:
-                    shard.close()
+        try:
+            self.shards.call(physical, "info")  # it opens
+        except StoreUnavailable as exc:  # the old shard comes back
+            with self.shards.closed(physical) as folder:
                 exchange(folder, built)
-                raise OSError(errno.EIO, f"the built index does not open: {exc}") from exc
+            raise OSError(errno.EIO, f"the built index does not open: {exc}") from exc
 
     def copy_physical(self, physical: str, to: Path) -> None:
         """Flush the shard and copy its folder to `to`, a shard another process can open (a
         backup reads it there). The caller holds the collection's writes until it returns."""
-        self._call(physical, "flush")
+        self.shards.call(physical, "flush")
         try:
-            copy_aside(self._shard_dir(physical), to, self.disk.min_free)
+            copy_aside(self.shards.folder(physical), to, self.disk.min_free)
         except OSError as exc:
             if exc.errno in (errno.ENOSPC, errno.EDQUOT):
                 raise InsufficientStorage(
@@ -379,66 +362,21 @@ class EdgeStore(Store):
     def rebuild(self, physical: str) -> Rebuilt:
         """Replace a shard that holds unreadable data with one of everything still readable
         (rag_api.store.salvage); the old folder is kept under .quarantine/ for forensics."""
-        folder = self._shard_dir(physical)
+        folder = self.shards.folder(physical)
         # the readable points go into a new shard beside the old one
         self.disk.require(allocated_bytes(folder) + NEW_SHARD_BYTES, f"rebuild '{physical}'")
-        with self._guard:
-            shard = self._shards.pop(physical, None)
-            if shard is not None:
-                shard.close()
-            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
-            work = self.root / ".quarantine" / f"{physical}-{stamp}"
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
+        work = self.root / ".quarantine" / f"{physical}-{stamp}"
+        with self.shards.closed(physical):
             rebuilt, kept, dropped, replayed = engine_call(rebuild_shard, folder, work / "work")
             os.rename(folder, work / physical)
             os.rename(rebuilt, folder)
             shutil.rmtree(work / "work", ignore_errors=True)
-            self._configs.pop(physical, None)
         return Rebuilt(kept, tuple(dropped), replayed, str(work / physical))
 
     def close(self) -> None:
-        with self._guard:
-            for shard in self._shards.values():
-                shard.flush()
-                shard.close()
-            self._shards.clear()
+        with self.shards.guard:
+            self.shards.close()
             if self._lock_file is not None:
                 self._lock_file.close()
                 self._lock_file = None
-
-    # --- internals ---------------------------------------------------------------------------
-
-    def _shard_dir(self, physical: str) -> Path:
-        if not physical or "/" in physical or physical.startswith("."):
-            raise StoreUnavailable("embedded Qdrant", f"invalid collection name {physical!r}")
-        return self.root / physical
-
-    def _call(self, physical: str, method: str, *args: Any) -> Any:
-        """`method` of `physical`'s shard, as `engine_call`; held against a swap of the shard
-        (the engine holds the interpreter for the whole call: this serialises nothing more)."""
-        with self._guard:
-            return engine_call(getattr(self._shard(physical), method), *args)
-
-    def _shard(self, physical: str) -> qe.EdgeShard:
-        shard = self._shards.get(physical)
-        if shard is not None:
-            return shard
-        with self._guard:
-            if physical not in self._shards:
-                if not (self._shard_dir(physical) / "edge_config.json").is_file():
-                    raise StoreUnavailable(
-                        "embedded Qdrant", f"collection '{physical}' does not exist"
-                    )
-                self.disk.require_to_open(self._shard_dir(physical), physical)
-                self._shards[physical] = engine_call(
-                    qe.EdgeShard.load, str(self._shard_dir(physical))
-                )
-            return self._shards[physical]
-
-    def _config(self, physical: str) -> dict[str, Any]:
-        if physical not in self._configs:
-            path = self._shard_dir(physical) / "edge_config.json"
-            try:
-                self._configs[physical] = json.loads(path.read_text())
-            except (OSError, ValueError) as exc:
-                raise StoreUnavailable("embedded Qdrant", f"cannot read {path}: {exc}") from exc
-        return self._configs[physical]

@@ -267,7 +267,7 @@ def test_the_hub_fusion_equals_the_engines_own(
         ],
         query=qe.Fusion.Dbsf() if method == "dbsf" else qe.Fusion.Rrf(k=61),
     )
-    engine = {str(p.id): p.score for p in hub.store._shard(info.physical).query(fused)}
+    engine = {str(p.id): p.score for p in hub.store.shards.call(info.physical, "query", fused)}
     assert len(hits) == len(engine) > 50
     assert {h.id: h.score for h in hits} == pytest.approx(engine, rel=1e-5)
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)

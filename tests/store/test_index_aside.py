@@ -39,7 +39,7 @@ def bulk(store: EdgeStore, physical: str) -> np.ndarray:
 
 
 def indexed(store: EdgeStore, physical: str) -> int:
-    return store._call(physical, "info").indexed_vectors_count
+    return store.shards.call(physical, "info").indexed_vectors_count
 
 
 def test_searches_go_on_while_the_index_is_built_and_find_what_they_found(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ def index_params(store: Store, physical: str, sent: dict[str, Any]) -> dict[str,
     """field -> the index params the engine reports (None: the default of its kind). The
     in-memory stand-in keeps no indexes: there, what the store asked the client for."""
     if isinstance(store, EdgeStore):
-        schema = store._shard(physical).info().payload_schema
+        schema = store.shards.call(physical, "info").payload_schema
         return {field: index.params for field, index in schema.items()}
     assert isinstance(store, RemoteStore)
     schema = store._client.get_collection(physical).payload_schema or {}
@@ -95,6 +95,6 @@ def test_an_existing_collection_keeps_its_indexes(tmp_path: Path) -> None:
         assert store.payload_indexes("docs__v1")["seq"] == "integer"
         created = store.ensure_payload_indexes("docs__v1", PAYLOAD_INDEXES)
         assert "seq" not in created
-        assert store._shard("docs__v1").info().payload_schema["seq"].params is None
+        assert store.shards.call("docs__v1", "info").payload_schema["seq"].params is None
     finally:
         store.close()

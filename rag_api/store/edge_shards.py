@@ -1,0 +1,94 @@
+"""The embedded store's open shards: one qdrant-edge shard per physical collection under a root,
+opened at first use and reached only through `call`, under the guard that a replacement of a
+shard's folder (an index built aside, a salvage) also holds: no call reaches a closed shard."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import qdrant_edge as qe
+
+from rag_api.errors import StoreUnavailable
+from rag_api.store.diskspace import DiskSpace
+from rag_api.store.edge_failures import engine_call
+
+CONFIG_FILE = "edge_config.json"
+
+
+class Shards:
+    def __init__(self, root: Path, disk: DiskSpace) -> None:
+        self.root = root
+        self.disk = disk
+        self.guard = threading.RLock()
+        self._open: dict[str, qe.EdgeShard] = {}
+        self._configs: dict[str, dict[str, Any]] = {}
+
+    def folder(self, physical: str) -> Path:
+        if not physical or "/" in physical or physical.startswith("."):
+            raise StoreUnavailable("embedded Qdrant", f"invalid collection name {physical!r}")
+        return self.root / physical
+
+    def names(self) -> list[str]:
+        return sorted(p.name for p in self.root.iterdir() if (p / CONFIG_FILE).is_file())
+
+    def call(self, physical: str, method: str, *args: Any) -> Any:
+        """`method` of `physical`'s shard, as `engine_call` (the engine holds the interpreter for
+        the whole call, so holding the guard meanwhile serialises nothing more)."""
+        with self.guard:
+            return engine_call(getattr(self.shard(physical), method), *args)
+
+    def create(self, physical: str, config: qe.EdgeConfig) -> None:
+        with self.guard:
+            shard = engine_call(qe.EdgeShard.create, str(self.folder(physical)), config)
+            self._open[physical] = shard
+
+    def config(self, physical: str) -> dict[str, Any]:
+        if physical not in self._configs:
+            path = self.folder(physical) / CONFIG_FILE
+            try:
+                self._configs[physical] = json.loads(path.read_text())
+            except (OSError, ValueError) as exc:
+                raise StoreUnavailable("embedded Qdrant", f"cannot read {path}: {exc}") from exc
+        return self._configs[physical]
+
+    @contextmanager
+    def closed(self, physical: str) -> Iterator[Path]:
+        """`physical`'s shard closed, and no call made, while its folder (yielded) is replaced;
+        the next call opens what the folder then holds."""
+        with self.guard:
+            shard = self._open.pop(physical, None)
+            if shard is not None:
+                shard.close()
+            try:
+                yield self.folder(physical)
+            finally:
+                self._configs.pop(physical, None)
+
+    def drop(self, physical: str) -> None:
+        with self.closed(physical) as folder:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def close(self) -> None:
+        with self.guard:
+            for shard in self._open.values():
+                shard.flush()
+                shard.close()
+            self._open.clear()
+
+    def shard(self, physical: str) -> qe.EdgeShard:
+        """The engine's shard, opened at first use; outside `call`, under `guard`."""
+        shard = self._open.get(physical)
+        if shard is not None:
+            return shard
+        folder = self.folder(physical)
+        if not (folder / CONFIG_FILE).is_file():
+            raise StoreUnavailable("embedded Qdrant", f"collection '{physical}' does not exist")
+        self.disk.require_to_open(folder, physical)
+        shard = self._open[physical] = engine_call(qe.EdgeShard.load, str(folder))
+        return shard
