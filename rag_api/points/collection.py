@@ -76,6 +76,8 @@ class Collection:
         self.sequence = ChunkSequence(store)
         self.repetition = Repetition(store, self._points_lock)  # boilerplate by repetition
         self._info: tuple[float, CollectionInfo | None] | None = None
+        self._info_lock = threading.Lock()
+        self._switches = 0  # invalidations: a look-up begun before one is stale
         self._stored_embedder: tuple[str, str | None] | None = None
         self._indexed: str | None = None  # the physical collection whose indexes are checked
         # replicas (docs/scaling.md): a reader follows what the writer publishes; the writer
@@ -102,8 +104,11 @@ class Collection:
         """The Qdrant collection behind this name (None before the first write), cached briefly."""
         cached = self._info
         if refresh or cached is None or time.monotonic() - cached[0] > INFO_TTL_S:
+            switches = self._switches
             cached = (time.monotonic(), self._look_up())
-            self._info = cached
+            with self._info_lock:  # a look-up that a switch overtook is not kept
+                if self._switches == switches:
+                    self._info = cached
         return cached[1]
 
     def _look_up(self) -> CollectionInfo | None:
@@ -139,7 +144,9 @@ class Collection:
             )
 
     def invalidate(self) -> None:
-        self._info = None
+        with self._info_lock:
+            self._switches += 1
+            self._info = None
         self._stored_embedder = None
 
     def searchable(self) -> SearchTarget | None:
