@@ -323,7 +323,7 @@ class EdgeStore(Store):
             self.shards.call(physical, "optimize")
             return
         self.shards.call(physical, "flush")
-        work = self.root / WORK / datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
+        work = self.root / WORK / _stamp()
         try:
             copy_aside(folder, work / physical, need + self.disk.min_free)
             build_index(work / physical, self.nice)
@@ -365,8 +365,7 @@ class EdgeStore(Store):
         folder = self.shards.folder(physical)
         # the readable points go into a new shard beside the old one
         self.disk.require(allocated_bytes(folder) + NEW_SHARD_BYTES, f"rebuild '{physical}'")
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")
-        work = self.root / ".quarantine" / f"{physical}-{stamp}"
+        work = self.root / ".quarantine" / f"{physical}-{_stamp()}"
         with self.shards.closed(physical):
             rebuilt, kept, dropped, replayed = engine_call(rebuild_shard, folder, work / "work")
             os.rename(folder, work / physical)
@@ -380,3 +379,8 @@ class EdgeStore(Store):
             if self._lock_file is not None:
                 self._lock_file.close()
                 self._lock_file = None
+
+
+def _stamp() -> str:
+    """A work folder's name: now, to the microsecond."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S%f")

@@ -6,7 +6,7 @@ Built aside, searches go on reading the shard as it was; the caller keeps the sh
 away until the swap (they would land in the old copy), and the swap exchanges the two folders in
 one step (`renameat2(RENAME_EXCHANGE)`): at every instant the shard's folder is one whole shard.
 
-    python edge_optimize.py SHARD NICE    exit status 0, or 1 with the engine's message
+    python edge_optimize.py SHARD NICE    exit status 0, or EIO with the engine's message
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -29,11 +28,9 @@ _AT_FDCWD = -100
 def build_index(folder: Path, nice: int) -> None:
     """Build the index of the shard copy in `folder` in a child process `nice` levels down (this
     file run as a script: the standard library and the engine only); OSError when it fails."""
-    command = [sys.executable, "-I", __file__, str(folder), str(nice)]
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode:
-        message = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
-        raise OSError(errno.EIO, f"building the index aside: {message[0]}", str(folder))
+    from rag_api.store.shard_copy import run_script  # here: the child imports no rag_api
+
+    run_script(__file__, folder, str(folder), str(nice))
 
 
 def exchange(first: Path, second: Path) -> None:
@@ -64,5 +61,5 @@ if __name__ == "__main__":
     try:
         _build(sys.argv[1], int(sys.argv[2]))
     except BaseException as exc:  # the engine raises plain Exception with its message, or panics
-        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
-        sys.exit(1)
+        print(f"building the index aside: {type(exc).__name__}: {exc}", file=sys.stderr)
+        sys.exit(errno.EIO)

@@ -23,12 +23,18 @@ from pathlib import Path
 def copy_aside(source: Path, target: Path, reserve: int = 0) -> None:
     """`copy_folder` in a child process, refused (ENOSPC) unless the copy leaves `reserve` bytes
     free; a failure is raised here as an OSError with its errno and the child's message."""
-    command = [sys.executable, "-I", __file__, str(source), str(target), str(reserve)]
-    done = subprocess.run(command, capture_output=True, text=True)
+    run_script(__file__, target, str(source), str(target), str(reserve))
+
+
+def run_script(script: str, path: Path, *args: str) -> None:
+    """`script` (a file that imports only the standard library and the engine, so it starts in
+    milliseconds) run with `args` in a child process; its failure raised as an OSError about
+    `path` with the errno it exited with (EIO when none) and its last line on stderr."""
+    done = subprocess.run([sys.executable, "-I", script, *args], capture_output=True, text=True)
     if done.returncode:
         message = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
         code = done.returncode if done.returncode in errno.errorcode else errno.EIO
-        raise OSError(code, message[0], str(target))
+        raise OSError(code, message[0], str(path))
 
 
 def copy_folder(source: Path, target: Path) -> int:
