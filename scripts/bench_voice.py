@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import os
 import re
 import sys
 import threading
@@ -63,14 +62,14 @@ from scripts.evallib import (  # noqa: E402
     load_dataset,
 )
 from scripts.evallib.baseline import ratios  # noqa: E402
+from scripts.evallib.batch_floor import batch_costs, cpu_per_turn, floor  # noqa: E402
 from scripts.evallib.hub import written_settings  # noqa: E402
 from scripts.evallib.load import run_for  # noqa: E402
 from scripts.evallib.paths import BENCH  # noqa: E402
-from scripts.evallib.server import hub_server  # noqa: E402
+from scripts.evallib.server import hub_server, server_cpu  # noqa: E402
 from scripts.evallib.stats import machine_line  # noqa: E402
 
 BUDGET_MS = 100.0
-BATCHES = (1, 4, 8)  # questions embedded in one call (batch_costs)
 # each question alone (the baseline, first), the default, then MiniLM batched too
 SERVERS = {
     "RAG_QUERY_BATCH=1": {"RAG_QUERY_BATCH": "1"},
@@ -143,30 +142,6 @@ def in_process(settings: Settings, queries: list[str]) -> dict[str, list[float]]
             for key in ("embed", "search"):
                 times[key].append(outcome.timings_ms[key] / 1000)
         return times
-    finally:
-        hub.close()
-
-
-def batch_costs(settings: Settings, queries: list[str]) -> dict[str, dict[int, float]]:
-    """CPU seconds a question of `docs`' model costs embedded alone (1) and in one call with 3 or
-    7 others (4, 8), on the query session as the server embeds them: for `queries` (their lengths
-    differ, and a call pads every question to its longest) and for the first of them repeated
-    (no padding: batching's best case)."""
-    hub = Hub.open(settings)
-    try:
-        embedder = hub.embedders.get(hub.collection("docs").cfg.embedder)
-        embedder.embed_queries(queries[:8])  # warm-up
-        costs = {}
-        for label, texts in (("questions", queries), ("one repeated", [queries[0]] * len(queries))):
-            spent = dict.fromkeys(BATCHES, 0.0)
-            for start in range(0, len(texts) - 7, 8):  # the sizes in turns, 8 questions each
-                for size in BATCHES:
-                    started = time.process_time()
-                    for part in range(start, start + 8, size):
-                        embedder.embed_queries(texts[part : part + size])
-                    spent[size] += time.process_time() - started
-            costs[label] = {size: cpu / (len(texts) // 8 * 8) for size, cpu in spent.items()}
-        return costs
     finally:
         hub.close()
 
@@ -260,12 +235,6 @@ def over_http(
         threads.append(threading.Thread(target=writer))
     run_for(threads, seconds, stop)
     return record, upserts
-
-
-def server_cpu(url: str) -> float:
-    """The server's CPU seconds so far (its process, all threads), as its /metrics counts them."""
-    text = httpx.get(url + "/metrics", timeout=30).text
-    return float(re.search(r"^process_cpu_seconds_total (\S+)$", text, re.M).group(1))
 
 
 def with_cpu(url: str, phase: Callable[[], dict[str, list[float]]]) -> dict[str, list[float]]:
@@ -396,7 +365,7 @@ def main() -> None:
                 mine[phase].setdefault(key, []).extend(values)
         upserts.setdefault(label, []).extend(writes)
     report(stored, args, baseline, phases, results, upserts)
-    floor(args, phases, results, costs)
+    floor(args, phases[1], phases[-1], results, costs)
 
 
 def report(
@@ -434,41 +403,6 @@ def report(
     print(f"  {crowd}: {turns[0]:.1f} vs {turns[1]:.1f} turns/s ({turns[0] / turns[1]:.2f}x)")
     ups = len(upserts[label]) / max(len(upserts[base]), 1)
     print(f"  upserts/s: {ups:.2f}x")
-
-
-def floor(
-    args: argparse.Namespace,
-    phases: list[str],
-    results: dict[str, dict[str, dict[str, list[float]]]],
-    costs: dict[str, dict[int, float]],
-) -> None:
-    """How far query batching can take the callers' turns here: the turns without an embedding
-    (vectors kept), and a turn's server CPU with every question embedded at the cheapest CPU a
-    question batch_costs found (its best case)."""
-    for label, cost in costs.items():
-        shares = ", ".join(f"{b} {c * 1000:.2f} ms ({c / cost[1]:.2f}x)" for b, c in cost.items())
-        print(f"a question's embedding, CPU, by questions in one call ({label}): {shares}")
-    base, runs = next(iter(results.items()))
-    kept, asked = runs[phases[-1]], runs[phases[1]]
-    print(
-        f"the floor of any query batching, {args.callers} callers whose vectors are kept vs "
-        f"{args.callers} callers on {base}: {ratios(kept['total'], asked['total'])}"
-    )
-    busy = sum(asked["cpu"]) / (args.seconds / 2 * args.rounds) / (os.cpu_count() or 1)
-    best = min(c / cost[1] for cost in costs.values() for c in cost.values())
-    embedding = cpu_per_turn(asked) - cpu_per_turn(kept)
-    batched = cpu_per_turn(kept) + embedding * best
-    print(
-        f"server CPU a turn: {cpu_per_turn(asked):.1f} ms on {base} ({embedding:.1f} of it the "
-        f"embedding; the server kept {busy:.0%} of the cores busy), "
-        f"{cpu_per_turn(kept):.1f} with vectors kept; every question at batching's "
-        f"best ({best:.2f}x its CPU alone): ≥ {batched:.1f} ms ({batched / cpu_per_turn(asked):.2f}x)"
-    )
-
-
-def cpu_per_turn(record: dict[str, list[float]]) -> float:
-    """The server's CPU milliseconds a request in a phase (with_cpu's)."""
-    return sum(record["cpu"]) / len(record["total"]) * 1000
 
 
 if __name__ == "__main__":

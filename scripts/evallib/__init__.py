@@ -3,13 +3,15 @@
     datasets      the evaluation datasets (../shared/eval-data), their options and samples
     stats         latency percentiles and the machine line printed beside them
     hub           a benchmark's own hub: embedders, config, store, synthetic documents
-    server        a hub server on loopback (child process or in-process thread), free ports
+    server        a hub server on loopback (child process or in-process thread), free ports,
+                  its CPU so far
     client        the timed HTTP client
     baseline      another checkout's server beside this one (--baseline-tree), ratios
     bare_server   the HTTP floor: a bare uvicorn app
     load          load threads run for a while
     paired        paired bootstrap and sign test of two rankings
     extractive_baseline  the extractive answer's selection before issue 35 (bench_extractive)
+    batch_floor   what query batching can save on this machine (bench_voice)
     furnished     documents as web pages and PDF reports with their furniture (bench_labels)
     vector_cache  dense vectors kept between runs
 

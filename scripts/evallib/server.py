@@ -4,6 +4,7 @@ tree in a child process, or the hub's app in a thread of the benchmark's own pro
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -98,3 +99,9 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def server_cpu(url: str) -> float:
+    """The server's CPU seconds so far (its process, all threads), as its /metrics counts them."""
+    text = httpx.get(url + "/metrics", timeout=30).text
+    return float(re.search(r"^process_cpu_seconds_total (\S+)$", text, re.M).group(1))
