@@ -46,8 +46,8 @@ from rag_api.hub import Hub  # noqa: E402
 from rag_api.payload import point_id  # noqa: E402
 from rag_api.search.retrieval import side_weighting  # noqa: E402
 from rag_api.store import PointData, SearchSpec  # noqa: E402
-from rag_api.store.base import hnsw_ef  # noqa: E402
 from rag_api.store.edge_requests import EXACT_BELOW  # noqa: E402
+from rag_api.store.search_plan import hnsw_ef  # noqa: E402
 from scripts.evallib import (  # noqa: E402
     add_data_dir,
     first_chunks,

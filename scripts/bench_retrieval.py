@@ -220,7 +220,7 @@ def build_index(
     info = collection.info(refresh=True)
     assert info is not None
     started = time.perf_counter()
-    collection.store.optimize(info.physical)  # builds the HNSW graph (rag_api.store.base)
+    collection.store.optimize(info.physical)  # builds the HNSW graph (rag_api.store.search_plan)
     print(f"  optimized in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     marker_path.write_text(json.dumps(wanted))
     return wanted

@@ -4,7 +4,8 @@ the only package that imports a Qdrant package. Imports nothing of ours but the 
 from __future__ import annotations
 
 from rag_api.settings import Settings
-from rag_api.store.base import Store, physical_name, search_plan, search_sides, version_of
+from rag_api.store.base import Store, physical_name, version_of
+from rag_api.store.search_plan import search_plan, search_sides
 from rag_api.store.types import (
     CollectionInfo,
     Hit,

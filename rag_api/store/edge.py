@@ -15,14 +15,7 @@ import qdrant_edge as qe
 
 from rag_api.errors import InsufficientStorage, StoreUnavailable
 from rag_api.store.aliases import AliasFile
-from rag_api.store.base import (
-    PAYLOAD_INDEXES,
-    Store,
-    annotate,
-    engine_ids,
-    point_vectors,
-    unlinked,
-)
+from rag_api.store.base import PAYLOAD_INDEXES, Store, engine_ids, point_vectors, unlinked
 from rag_api.store.diskspace import (
     INDEX_BYTES,
     MB,
@@ -54,6 +47,7 @@ from rag_api.store.fusion import Missing, fuse, one_sided
 from rag_api.store.process_lock import acquire_process_lock
 from rag_api.store.records import ExportPage, dense_of, hit_from, record_from
 from rag_api.store.salvage import rebuild_shard
+from rag_api.store.search_plan import annotate
 from rag_api.store.shard_copy import copy_aside
 from rag_api.store.types import (
     DENSE,

@@ -9,8 +9,9 @@ from typing import Any
 import numpy as np
 import qdrant_edge as qe
 
-from rag_api.store.base import HNSW_EF_CONSTRUCT, HNSW_FULL_SCAN_KB, HNSW_M, engine_ids, hnsw_ef
+from rag_api.store.base import engine_ids
 from rag_api.store.filters import FilterTypes, engine_filter
+from rag_api.store.search_plan import HNSW_EF_CONSTRUCT, HNSW_FULL_SCAN_KB, HNSW_M, hnsw_ef
 from rag_api.store.types import CollectionInfo, Selector, SparseVec
 
 # Below this many points a search scans exactly (always right, still sub-millisecond); above it
@@ -66,7 +67,7 @@ def search_params(info: CollectionInfo, limit: int) -> qe.SearchParams:
 
 
 def dense_params(dim: int) -> qe.EdgeVectorParams:
-    """A new collection's dense vector: cosine, with the hub's HNSW graph (rag_api.store.base)."""
+    """A new collection's dense vector: cosine, with the hub's HNSW graph (rag_api.store.search_plan)."""
     graph = qe.HnswIndexConfig(
         m=HNSW_M, ef_construct=HNSW_EF_CONSTRUCT, full_scan_threshold=HNSW_FULL_SCAN_KB
     )

@@ -12,22 +12,18 @@ from qdrant_client import QdrantClient
 from qdrant_client import models as m
 
 from rag_api.errors import StoreUnavailable, redact
-from rag_api.store.base import (
-    HNSW_EF_CONSTRUCT,
-    HNSW_FULL_SCAN_KB,
-    HNSW_M,
-    PAYLOAD_INDEXES,
-    Store,
-    annotate,
-    cosine,
-    engine_ids,
-    hnsw_ef,
-    point_vectors,
-    unlinked,
-)
+from rag_api.store.base import PAYLOAD_INDEXES, Store, engine_ids, point_vectors, unlinked
 from rag_api.store.filters import FilterTypes, engine_filter
 from rag_api.store.fusion import Missing, Scored, fuse, one_sided
 from rag_api.store.records import ExportPage, dense_of, hit_from, id_scores, record_from
+from rag_api.store.search_plan import (
+    HNSW_EF_CONSTRUCT,
+    HNSW_FULL_SCAN_KB,
+    HNSW_M,
+    annotate,
+    cosine,
+    hnsw_ef,
+)
 from rag_api.store.system import SystemDocs
 from rag_api.store.types import (
     DENSE,
@@ -51,7 +47,7 @@ _SCHEMA = {
     "float": m.PayloadSchemaType.FLOAT,
     "bool": m.PayloadSchemaType.BOOL,
 }
-# a new collection's dense graph (rag_api.store.base), set on the dense vector as the embedded engine
+# a new collection's dense graph (rag_api.store.search_plan), set on the dense vector as the embedded engine
 # does, so both report it there
 _GRAPH = m.HnswConfigDiff(
     m=HNSW_M, ef_construct=HNSW_EF_CONSTRUCT, full_scan_threshold=HNSW_FULL_SCAN_KB

@@ -1,4 +1,4 @@
-"""A new collection's dense HNSW graph (rag_api.store.base: m 16, ef_construct 200) as each engine
+"""A new collection's dense HNSW graph (rag_api.store.search_plan: m 16, ef_construct 200) as each engine
 records it, and an existing collection keeping the graph it was created with."""
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ from rag_api.store import (
     search_plan,
     search_sides,
 )
-from rag_api.store.base import cosine
 from rag_api.store.edge import EdgeStore
+from rag_api.store.search_plan import cosine
 from tests.conftest import REPO
 
 TEXTS = {
