@@ -37,6 +37,7 @@ ROTATED = "tests/access/test_keys.py::test_a_rotated_secret_seen_before_stops_wh
 THROTTLE = (
     "tests/access/test_keys.py::test_valid_scoped_keys_never_count_toward_the_failed_attempt_limit"
 )
+KEPT_COUNTS = "tests/store/test_kept_counts.py::"
 AUDITED = (
     "tests/access/test_audit.py::"
     "test_each_write_route_logs_one_audit_line_naming_route_key_and_collection"
@@ -422,5 +423,19 @@ MUTANTS = [
         (
             "tests/points/test_info_cache.py::test_a_look_up_begun_before_a_switch_is_not_kept_after_it",
         ),
+    ),
+    Mutant(
+        "a write does not age the kept counts (status and /sources stale after it)",
+        "rag_api/store/edge_shards.py",
+        "                self._changed(physical)  # before: a write that fails half-way changed it too",
+        "                pass",
+        (KEPT_COUNTS + "test_counts_follow_every_change[edge]",),
+    ),
+    Mutant(
+        "a replaced shard folder keeps its old counts",
+        "rag_api/store/edge_shards.py",
+        "                self._configs.pop(physical, None)\n                self._changed(physical)",
+        "                self._configs.pop(physical, None)",
+        (KEPT_COUNTS + "test_an_unchanged_shard_is_not_counted_again",),
     ),
 ]

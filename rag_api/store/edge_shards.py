@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import shutil
 import threading
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from rag_api.store.diskspace import DiskSpace
 from rag_api.store.edge_failures import engine_call
 
 CONFIG_FILE = "edge_config.json"
+WRITES = frozenset({"update"})  # the engine calls that change a shard's points
+KEPT = 64  # counts kept (kept()), the least recently asked dropped first
 
 
 class Shards:
@@ -28,6 +31,27 @@ class Shards:
         self.guard = threading.RLock()
         self._open: dict[str, qe.EdgeShard] = {}
         self._configs: dict[str, dict[str, Any]] = {}
+        self._changes: dict[str, int] = {}  # writes and folder replacements, per shard
+        self._kept: OrderedDict[tuple[str, Hashable], tuple[int, Any]] = OrderedDict()
+
+    def kept(self, physical: str, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """`compute()` (a read of `physical`'s points, named `key`), or what it gave last time if
+        the shard has not changed since: a write or a replacement of its folder moves a count
+        on, and this process is the shard's only writer (rag_api.store.process_lock). For the
+        counts a status poll asks each time, each one call that holds the interpreter."""
+        with self.guard:
+            changes, entry = self._changes.get(physical, 0), (physical, key)
+            kept = self._kept.get(entry)
+            if kept is not None and kept[0] == changes:
+                self._kept.move_to_end(entry)
+                return kept[1]
+            value = self._kept[entry] = (changes, compute())
+            if len(self._kept) > KEPT:
+                self._kept.popitem(last=False)
+            return value[1]
+
+    def _changed(self, physical: str) -> None:
+        self._changes[physical] = self._changes.get(physical, 0) + 1
 
     def folder(self, physical: str) -> Path:
         if not physical or "/" in physical or physical.startswith("."):
@@ -41,10 +65,13 @@ class Shards:
         """`method` of `physical`'s shard, as `engine_call` (the engine holds the interpreter for
         the whole call, so holding the guard meanwhile serialises nothing more)."""
         with self.guard:
+            if method in WRITES:
+                self._changed(physical)  # before: a write that fails half-way changed it too
             return engine_call(getattr(self.shard(physical), method), *args)
 
     def create(self, physical: str, config: qe.EdgeConfig) -> None:
         with self.guard:
+            self._changed(physical)
             shard = engine_call(qe.EdgeShard.create, str(self.folder(physical)), config)
             self._open[physical] = shard
 
@@ -69,6 +96,7 @@ class Shards:
                 yield self.folder(physical)
             finally:
                 self._configs.pop(physical, None)
+                self._changed(physical)
 
     def drop(self, physical: str) -> None:
         with self.closed(physical) as folder:

@@ -32,6 +32,7 @@ def hub_servers(
         urls = {"hub": stack.enter_context(_serve(root, port, env))}
         if baseline_tree:
             copy = root.with_name(f"{root.name}-baseline")
+            shutil.rmtree(copy, ignore_errors=True)  # an earlier run's
             shutil.copytree(root, copy)
             urls["baseline"] = stack.enter_context(
                 _serve(copy, port + 1, env, baseline_tree.resolve())
