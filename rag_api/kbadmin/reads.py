@@ -25,7 +25,7 @@ from rag_api.kbadmin.models import (
     Status,
 )
 from rag_api.llm.prompts import pack
-from rag_api.payload import CHUNK_TYPES, DYNAMIC, SOURCE, StoredChunk
+from rag_api.payload import CHUNK_TYPES, FROM_API, StoredChunk
 from rag_api.points.collection import Collection
 from rag_api.routing import Found, Target, search_target
 from rag_api.search.passage import Passage
@@ -78,9 +78,8 @@ def status(hub: Catalog, collection: Collection, indexer: dict[str, Any]) -> Sta
 
 def sources(collection: Collection) -> SourceList:
     """Each source with its chunk count and whether it holds dynamic (API) chunks."""
-    counts = collection.sources()
-    api = (StoredChunk(r.payload) for r in collection.records(API_CHUNKS, [SOURCE, DYNAMIC]))
-    dynamic = {stored.source for stored in api if stored.dynamic}
+    counts = collection.sources()  # both kept by the embedded store until the collection changes
+    dynamic = collection.sources(Selector(origin=FROM_API, dynamic=True))
     items = [
         {"source": source, "chunk_count": count, "has_dynamic": source in dynamic}
         for source, count in sorted(counts.items())

@@ -82,6 +82,7 @@ class Selector:
     origin: str | None = None
     files: tuple[str, ...] | None = None  # kb files (payload `file`), any of them
     persist: bool | None = None
+    dynamic: bool | None = None  # API chunks: the pipeline's `dynamic` flag
     chunk_index_from: int | None = None
     ids: tuple[str, ...] | None = None
     has_sparse: bool | None = None  # points with (True) or without (False) a BM25 vector
@@ -110,7 +111,8 @@ class Selector:
             clauses.append(Condition("any", payload.FILE, list(self.files)))
         metadata = self.metadata.items()
         clauses += [_equality(payload.metadata_path(key), value) for key, value in metadata]
-        for key, value in ((payload.ORIGIN, self.origin), (payload.PERSIST, self.persist)):
+        flags = (payload.ORIGIN, self.origin), (payload.PERSIST, self.persist)
+        for key, value in (*flags, (payload.DYNAMIC, self.dynamic)):
             if value is not None:
                 clauses.append(Condition("equals", key, value))
         if self.seq is not None:
