@@ -438,4 +438,14 @@ MUTANTS = [
         "                self._configs.pop(physical, None)",
         (KEPT_COUNTS + "test_an_unchanged_shard_is_not_counted_again",),
     ),
+    Mutant(
+        "migrate asks whatever server listens on RAG_PORT (another hub's store is migrated)",
+        "rag_api/cli/ops.py",
+        "    if prefer_server and client.answers() and client.serves(settings):",
+        "    if prefer_server and client.answers():",
+        (
+            "tests/ops/migrate/test_migrate_cli.py::"
+            "test_a_server_of_another_store_on_the_port_is_not_asked",
+        ),
+    ),
 ]

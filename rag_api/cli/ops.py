@@ -34,15 +34,15 @@ def store_owner(
     (asked with the admin key, or with `admin` False the reader key): the normal case while
     the hub serves, logged at info (`-v`).
 
-    With `prefer_server`, a server that answers is used even when the store is not locked: a
-    migration must switch the serving process's model together with the alias.
+    With `prefer_server`, a server of this store that answers is used even when the store is
+    not locked: a migration must switch the serving process's model together with the alias.
     """
     from rag_api.cli.ops_client import OpsClient
     from rag_api.hub import Hub
     from rag_api.ops.local import LocalOps
 
     client = OpsClient(settings, admin=admin)
-    if prefer_server and client.answers():
+    if prefer_server and client.answers() and client.serves(settings):
         log.warning("running inside %s", client.where)
         yield client
         return

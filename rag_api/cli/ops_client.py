@@ -8,12 +8,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
 from pydantic import BaseModel
 
-from rag_api.errors import RagError, UpstreamUnavailable
+from rag_api.errors import RagError, UpstreamUnavailable, redact
 from rag_api.ops.interface import Operation
 from rag_api.ops.migrate.progress import Bars
 from rag_api.ops.server.listening import recorded_url, server_url
@@ -55,6 +56,20 @@ class OpsClient:
             return response.status_code == 200 and response.json().get("status") == "ok"
         except (httpx.HTTPError, ValueError, AttributeError):
             return False
+
+    def serves(self, settings: Settings) -> bool:
+        """The server here serves the store of `settings`: its /ready names the store it opened
+        (to a key that reads every collection). One that does not say (starting, or a narrower
+        key) is taken at its word; one that names another store is another hub."""
+        try:
+            store = self._http.get("/ready", timeout=10.0).json().get("store")
+        except (httpx.HTTPError, ValueError, AttributeError):
+            return True
+        if not isinstance(store, str):
+            return True
+        if settings.qdrant_url is not None:
+            return store == redact(settings.qdrant_url)
+        return Path(store).resolve() == settings.qdrant_path.resolve()
 
     def run(self, op: Operation[Q, A], request: Q) -> A:
         """Ask the server; an operation that answers with a job is waited for, one that streams

@@ -12,6 +12,7 @@ import pytest
 
 from rag_api.hub import Hub
 from rag_api.ops.migrate.versions import versions
+from rag_api.settings import Settings
 from tests.conftest import REPO, free_port, hash_collection, run_cli, wait_for, write_config
 from tests.support.migration_world import SlowUpstream, fill, write_api
 
@@ -94,3 +95,22 @@ def test_killed_migration_resumes(world, make_settings) -> None:
     proc = run_cli("migrate", "docs", "--drop-old", env=world)
     assert proc.returncode == 0 and "dropped docs__v1" in proc.stdout
     assert store_state(world, make_settings) == ("docs__v2", ["docs__v2"])
+
+
+def test_a_server_of_another_store_on_the_port_is_not_asked(world, tmp_path, serve) -> None:
+    """`migrate` asks a running server to migrate (it switches its own model with the alias),
+    but only the server of this store: another hub listening on RAG_PORT (a second hub on the
+    machine, or a port taken meanwhile) is not this one."""
+    other = tmp_path / "other"
+    other.mkdir()
+    config = write_config(other / "collections.yaml", {"docs": hash_collection(dim=64)})
+    settings = Settings(config=config, data_dir=other / "data", qdrant_url=None)
+    hub = Hub.open(settings)
+    write_api(hub.collection("docs"), range(0, 1), 4)
+    foreign = serve(settings, hub, port=int(world["RAG_PORT"]))
+    args = ["migrate", "docs", "--provider", "hash", "--model", "big", "--dim", "1024"]
+    proc = run_cli(*args, "--dry-run", env=world)
+    assert proc.returncode == 0, proc.stderr
+    assert "docs: hash:hash-test (768d) -> hash:big (1024d)" in proc.stdout
+    with foreign.client() as http:  # the other hub's collection is as it was
+        assert http.get("/v1/rag/status").json()["embedding_dim"] == 64
