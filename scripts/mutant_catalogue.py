@@ -448,4 +448,11 @@ MUTANTS = [
             "test_a_server_of_another_store_on_the_port_is_not_asked",
         ),
     ),
+    Mutant(
+        "rag-hub mcp relays to whatever hub listens on RAG_PORT (another store's answers)",
+        "rag_api/cli/mcp.py",
+        "    if url or (server.answers() and server.serves(settings)):",
+        "    if url or server.answers():",
+        ("tests/mcp/test_mcp_stdio.py::test_a_hub_of_another_store_on_the_port_is_not_relayed_to",),
+    ),
 ]

@@ -12,8 +12,10 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from rag_api.hub import Hub
 from rag_api.settings import Settings
-from tests.conftest import REPO, cli_env, run_cli
+from tests.conftest import REPO, cli_env, hash_collection, run_cli, write_config
+from tests.support.migration_world import write_api
 
 READER = "reader-secret"
 
@@ -62,3 +64,16 @@ def leaves(error: BaseException) -> list[BaseException]:
     if isinstance(error, BaseExceptionGroup):
         return [leaf for inner in error.exceptions for leaf in leaves(inner)]
     return [error]
+
+
+def test_a_hub_of_another_store_on_the_port_is_not_relayed_to(indexed, serve, tmp_path) -> None:
+    """Another hub listening on RAG_PORT (a second hub on the machine) serves another store:
+    the command answers from its own store, not from that hub's collections."""
+    other = tmp_path / "other"
+    other.mkdir()
+    config = write_config(other / "collections.yaml", {"docs": hash_collection()})
+    settings = Settings(config=config, data_dir=other / "data", ollama_url="http://127.0.0.1:9")
+    hub = Hub.open(settings)
+    write_api(hub.collection("docs"), range(0, 3), 2, " refund days")
+    foreign = serve(settings, hub)
+    assert first_source({**indexed, "RAG_PORT": str(foreign.port)}) == "faq.md"
