@@ -310,9 +310,14 @@ def phases_of(
     got = [
         with_cpu(url, lambda c=c: over_http(url, queries, c, half)[0]) for c in (1, n, args.crowd)
     ]
-    before = server_cpu(url)
-    loaded, writes = over_http(url, queries, n, args.seconds, documents, sources)
-    got.append({**loaded, "cpu": [server_cpu(url) - before]})
+    writes: list[float] = []
+
+    def loaded() -> dict[str, list[float]]:
+        record, upserts = over_http(url, queries, n, args.seconds, documents, sources)
+        writes.extend(upserts)
+        return record
+
+    got.append(with_cpu(url, loaded))
     got.append(prefetched(url, queries, half, args.gap_ms / 1000))
     got.append(
         with_cpu(url, lambda: over_http(url, questions_es, n, half, collection="soporte")[0])

@@ -441,7 +441,7 @@ MUTANTS = [
     Mutant(
         "migrate asks whatever server listens on RAG_PORT (another hub's store is migrated)",
         "rag_api/cli/ops.py",
-        "    if prefer_server and client.answers() and client.serves(settings):",
+        "    if prefer_server and client.serves(settings):",
         "    if prefer_server and client.answers():",
         (
             "tests/ops/migrate/test_migrate_cli.py::"
@@ -451,7 +451,7 @@ MUTANTS = [
     Mutant(
         "rag-hub mcp relays to whatever hub listens on RAG_PORT (another store's answers)",
         "rag_api/cli/mcp.py",
-        "    if url or (server.answers() and server.serves(settings)):",
+        "    if url or server.serves(settings):",
         "    if url or server.answers():",
         ("tests/mcp/test_mcp_stdio.py::test_a_hub_of_another_store_on_the_port_is_not_relayed_to",),
     ),

@@ -28,7 +28,7 @@ def mcp_command(settings: Settings, url: str | None, key: str | None) -> None:
     from rag_api.mcp.tools import build_tools
 
     server = OpsClient(settings, admin=False)
-    if url or (server.answers() and server.serves(settings)):
+    if url or server.serves(settings):
         relay((url or server.url).rstrip("/") + "/mcp", key or settings.key or settings.api_key)
         return
     hub = Hub.open(settings)

@@ -58,9 +58,11 @@ class OpsClient:
             return False
 
     def serves(self, settings: Settings) -> bool:
-        """The server here serves the store of `settings`: its /ready names the store it opened
-        (to a key that reads every collection). One that does not say (starting, or a narrower
-        key) is taken at its word; one that names another store is another hub."""
+        """A rag-hub server of the store of `settings` answers here: its /ready names the store
+        it opened (to a key that reads every collection). One that does not say (starting, or a
+        narrower key) is taken at its word; one that names another store is another hub."""
+        if not self.answers():
+            return False
         try:
             store = self._http.get("/ready", timeout=10.0).json().get("store")
         except (httpx.HTTPError, ValueError, AttributeError):
