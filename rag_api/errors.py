@@ -131,6 +131,13 @@ class NoPreviousCollection(RagError):
     status = 409
 
 
+class SourceNotFound(RagError):
+    """A collection without a source of that name (collections.yaml's `sources:`)."""
+
+    code = "SOURCE_NOT_FOUND"
+    status = 404
+
+
 class StoreLocked(RagError):
     code = "STORE_LOCKED"
     status = 503
@@ -145,6 +152,13 @@ class UpstreamUnavailable(RagError):
     def __init__(self, upstream: str, detail: str) -> None:
         super().__init__(redact(f"{upstream} unavailable: {_cut(detail)}"))
         self.upstream = upstream
+
+
+class SourceUnavailable(UpstreamUnavailable):
+    """A source (a web site, a bucket, a repository) could not be listed or read: nothing was
+    removed, its chunks stay; the next sync tries again."""
+
+    code = "SOURCE_UNAVAILABLE"
 
 
 class StoreUnavailable(UpstreamUnavailable):

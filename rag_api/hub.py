@@ -1,6 +1,6 @@
 """The hub, the composition root: it creates and owns everything that lives as long as the server
 (or a command) — the catalog's store, models, jobs, fan-out pool and probe samples, the keyring,
-the generation pool, stored responses, uploads and the folder watcher — and closes them in one
+the generation pool, stored responses, uploads, the sources' syncs and the folder watcher — and closes them in one
 place; and it offers each surface's calls (`hub.kb`, `hub.query`, `hub.ops`), which return the
 surface's declared answers. The app keeps the hub and nothing else (`app.state.hub`); the CLI
 opens one per command.
@@ -26,6 +26,7 @@ from rag_api.ops.local import LocalOps
 from rag_api.replicas.role import Role
 from rag_api.replicas.role import check as check_role
 from rag_api.settings import Settings
+from rag_api.sources.service import Sources
 from rag_api.store import Store
 from rag_api.uploads.service import Uploads
 from rag_api.watcher import Watcher
@@ -47,6 +48,7 @@ class Hub(Catalog):
         self.kb = KbAdmin(self)  # /v1/rag/*: the knowledge bases' reads and writes
         self.query = Queries(self)  # /query: retrieve, then answer
         self.ops = LocalOps(self)  # operations: check, migrate, backup, restore, ...
+        self.sources = Sources(self, self.role.source_states())  # syncs; scheduled by start()
         self.uploads: Uploads | None = None  # started by start()
         self.watcher: Watcher | None = None  # started by start(watch=True)
 
@@ -64,8 +66,9 @@ class Hub(Catalog):
             self.marker.recovered()
 
     def start(self, watch: bool = False) -> Self:
-        """Start the upload queue and, with `watch`, the folder watcher (`serve --watch`); a
-        reader starts neither (its writes go to the writer), a writer first takes the lease."""
+        """Start the upload queue, the sources' schedule and, with `watch`, the folder watcher
+        (`serve --watch`); a reader starts none (its writes go to the writer), a writer first
+        takes the lease."""
         if not self.settings.writes:
             return self
         self.role.start(list(self.collections.values()))
@@ -73,10 +76,13 @@ class Hub(Catalog):
             self.watcher = Watcher(self).start()
         if self.uploads is None:
             self.uploads = Uploads(self).start()
+        self.sources.start()
         return self
 
     def stop(self) -> None:
-        """Stop what start() started (the indexing in progress finishes first)."""
+        """Stop what start() started (the indexing in progress finishes first; a sync stops
+        after the document it is at)."""
+        self.sources.stop()
         uploads, self.uploads = self.uploads, None
         if uploads is not None:
             uploads.stop()

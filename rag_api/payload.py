@@ -20,7 +20,8 @@ from rag_api.metadata import require_metadata
 
 # --- field names -------------------------------------------------------------------------------
 TEXT = "text"
-SOURCE = "source"  # the document a chunk belongs to (a kb path, or a name given through the API)
+SOURCE = "source"  # the document a chunk belongs to (a kb path, a name given through the API, or
+# a configured source's document: `name:key`, e.g. `help:https://help.example.com/refunds`)
 CHUNK_INDEX = "chunk_index"  # its position in the document
 SEQ = (
     "seq"  # the collection-wide chunk number, stable for the chunk's life (rag_api.points.sequence)
@@ -30,12 +31,17 @@ METADATA = "metadata"  # the user's fields (front matter, .jsonl extras, the API
 CONTENT_HASH = "content_hash"  # identity of what was embedded: equal hash, equal vector
 EMBEDDER = "embedder"  # the model that made the vector, as provider:model
 INDEXED_AT = "indexed_at"
-ORIGIN = "origin"  # FROM_FILE or FROM_API
+ORIGIN = "origin"  # FROM_FILE, FROM_API or FROM_SOURCE
 FILE = "file"  # kb-file chunks: the file's kb-relative path
-DOC_HASH = "doc_hash"  # kb-file chunks: the content hash of the whole file when it was indexed
-# kb-file chunks: how many chunks the file was written with; chunks removed or moved away through
-# the API then make the file incomplete, and the next reconcile rewrites it
+# kb-file and source chunks: the content hash of the whole document when it was indexed
+DOC_HASH = "doc_hash"
+# kb-file and source chunks: how many chunks the document was written with; chunks removed or
+# moved away through the API then make it incomplete, and the next sync rewrites it
 FILE_CHUNKS = "file_chunks"
+URL = "url"  # source chunks: where a person reads the original (a page, a file's web view)
+# source chunks: what the source said of the document's version when it was read (an ETag,
+# Last-Modified, a sitemap's lastmod, an object's ETag and size, a Git blob), as strings
+VERSION = "version"
 PERSIST = "persist"  # API chunks: false = deleted at the next start or /reload
 DYNAMIC = "dynamic"  # API chunks: the pipeline's `dynamic` flag
 TITLE = "title"  # the document's title (rag_api.indexing.ingest.document_titles), BM25-indexed with each chunk
@@ -48,11 +54,14 @@ CHUNK_TYPES = ("prose", "list", "table", "code", "qa", "heading", "boilerplate")
 
 FROM_FILE = "file"
 FROM_API = "api"
+FROM_SOURCE = "source"  # a configured source's sync (rag_api.sources)
 PROVENANCE = (
     ORIGIN,
     FILE,
     DOC_HASH,
     FILE_CHUNKS,
+    URL,
+    VERSION,
     PERSIST,
     DYNAMIC,
 )  # who wrote a chunk; kept by an edit
@@ -92,6 +101,16 @@ def file_provenance(rel: str, doc_hash: str, chunks: int) -> dict[str, Any]:
     """The provenance of a kb file's chunks: the file, the hash of the content indexed and how
     many chunks it made."""
     return {ORIGIN: FROM_FILE, FILE: rel, DOC_HASH: doc_hash, FILE_CHUNKS: chunks}
+
+
+def source_provenance(
+    doc_hash: str, chunks: int, version: Mapping[str, str], url: str | None
+) -> dict[str, Any]:
+    """The provenance of a source document's chunks (their `source` is `name:key`): the hash of
+    the content indexed, how many chunks it made, the version the source gave, its link."""
+    provenance = {ORIGIN: FROM_SOURCE, DOC_HASH: doc_hash, FILE_CHUNKS: chunks}
+    provenance[VERSION] = dict(version)
+    return provenance | ({URL: url} if url else {})
 
 
 def api_provenance(persist: bool, dynamic: bool) -> dict[str, Any]:
@@ -138,10 +157,11 @@ def migrated(payload: Mapping[str, Any], embedder: str, content_hash: str) -> di
 
 
 def edited_provenance(payload: Mapping[str, Any], marker: str) -> dict[str, Any]:
-    """The provenance a chunk keeps when edited through the API; a kb-file chunk's DOC_HASH
-    becomes `marker`, never a file's hash, so the next reconcile of its file restores it."""
+    """The provenance a chunk keeps when edited through the API; a kb-file or source chunk's
+    DOC_HASH becomes `marker`, never a document's hash, so the next reconcile of its file (or
+    sync of its source) restores it."""
     kept = {key: payload[key] for key in PROVENANCE if key in payload}
-    if kept.get(ORIGIN) == FROM_FILE:
+    if kept.get(ORIGIN) in (FROM_FILE, FROM_SOURCE):
         kept[DOC_HASH] = marker
     return kept
 
@@ -187,6 +207,18 @@ class StoredChunk:
         """The kb file a file chunk came from (None for every other chunk)."""
         value = self.raw.get(FILE)
         return value if self.origin == FROM_FILE and isinstance(value, str) else None
+
+    @property
+    def url(self) -> str | None:
+        """Where a person reads the original of a source's document (None: no link)."""
+        value = self.raw.get(URL)
+        return value if isinstance(value, str) and value else None
+
+    @property
+    def version(self) -> dict[str, str]:
+        """A source document's version as its source gave it ({} for other chunks)."""
+        value = self.raw.get(VERSION)
+        return value if isinstance(value, dict) else {}
 
     @property
     def doc_hash(self) -> str:

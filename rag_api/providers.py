@@ -1,10 +1,10 @@
-"""The provider registry: every embedding, LLM and rerank provider by name, built in or from an
-entry point.
+"""The provider registry: every embedding, LLM and rerank provider and every kind of source by
+name, built in or from an entry point.
 
 One table per kind maps a provider name to a `Provider` (its factory, whether it runs remote or
 in-process, the configuration it needs); collections.yaml's allowed `provider` values are its
 names. Other packages add providers through the entry point groups `rag_hub.embedders`,
-`rag_hub.llms` and `rag_hub.rerankers`: the entry point's name is the provider's name, its object a `Provider`. This module
+`rag_hub.llms`, `rag_hub.rerankers` and `rag_hub.sources` (docs/sources.md): the entry point's name is the provider's name, its object a `Provider`. This module
 imports no model code: the built-in factories import theirs when first called.
 """
 
@@ -27,6 +27,7 @@ from rag_api.errors import ConfigError, LLMUnavailable, RagError
 EMBEDDER_GROUP = "rag_hub.embedders"
 LLM_GROUP = "rag_hub.llms"
 RERANKER_GROUP = "rag_hub.rerankers"
+SOURCE_GROUP = "rag_hub.sources"
 
 
 @dataclass(frozen=True)
@@ -222,4 +223,25 @@ RERANKERS = Registry(
         "http": Provider(_rerank_server, remote=True, needs={"base_url": "its rerank server"}),
     },
     lambda cfg, name, hint: ConfigError(f"rerank model {cfg.model} needs {name} ({hint})"),
+)
+
+
+def _source(target: str) -> Callable[[Any, Any], Any]:
+    """A built-in kind of source: its class, made with the source's block and its context."""
+
+    def factory(cfg: Any, context: Any) -> Any:
+        return _load(target)(cfg, context)
+
+    return factory
+
+
+SOURCES = Registry(
+    "source",
+    SOURCE_GROUP,
+    {
+        "web": Provider(_source("rag_api.sources.web.site:WebSite"), remote=True),
+        "s3": Provider(_source("rag_api.sources.s3:Bucket"), remote=True),
+        "git": Provider(_source("rag_api.sources.git:Repository"), remote=True),
+    },
+    lambda cfg, name, hint: ConfigError(f"source '{cfg.name}' needs {name} ({hint})"),
 )

@@ -274,7 +274,7 @@ MUTANTS = [
     ),
     Mutant(
         "an extractive answer is scored by words alone by default",
-        "rag_api/config.py",
+        "rag_api/config/__init__.py",
         'extractive_scorer: Literal["lexical", "semantic"] = "semantic"',
         'extractive_scorer: Literal["lexical", "semantic"] = "lexical"',
         (DOCS_EXAMPLES,),

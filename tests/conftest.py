@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -337,3 +338,19 @@ def labelled(request, tmp_path_factory):
 
     with labelled_world(tmp_path_factory.mktemp("labels"), engine_url(request)) as built:
         yield built
+
+
+@pytest.fixture
+def spawn() -> Iterator[Callable[..., Any]]:
+    """spawn(*args, env=..., prefix=...) -> CliProcess; whatever still runs is killed at the end."""
+    from tests.support.cli_process import CliProcess
+
+    started: list[CliProcess] = []
+
+    def start(*args: str, env: dict[str, str], prefix: Sequence[str] = ()) -> CliProcess:
+        started.append(CliProcess(*args, env=env, prefix=prefix))
+        return started[-1]
+
+    yield start
+    for cli in started:
+        cli.stop(signal.SIGKILL)

@@ -33,7 +33,7 @@ LAYERS = (
     {"points"},
     {"indexing", "search"},
     {"catalog"},
-    {"routing", "watcher", "console"},
+    {"routing", "watcher", "console", "sources"},
     {"answering"},
     {"evaluation", "kbadmin", "openai_compat", "uploads"},
     {"ops"},

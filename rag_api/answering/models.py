@@ -129,6 +129,7 @@ class Source(Answer):
     score: float
     text: str
     metadata: dict[str, Any]
+    url: str | None = None  # where a person reads the original (a source's document)
     type: LabelType = None
     quality: LabelQuality = None
     quality_reasons: LabelReasons = None

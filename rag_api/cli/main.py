@@ -19,6 +19,7 @@ from rag_api.cli.mcp import mcp_command
 from rag_api.cli.ops import check, migrate
 from rag_api.cli.reads import collections_, query
 from rag_api.cli.serve import serve, watch
+from rag_api.cli.sync import sync
 from rag_api.observability.logs import configure_logging
 from rag_api.settings import Settings
 
@@ -71,6 +72,7 @@ for command in (
     serve,
     watch,
     index,
+    sync,
     query,
     collections_,
     config_group,

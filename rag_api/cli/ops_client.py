@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 from rag_api.errors import RagError, UpstreamUnavailable, redact
 from rag_api.ops.interface import Operation
-from rag_api.ops.migrate.progress import Bars
+from rag_api.ops.progress import Bars
 from rag_api.ops.server.listening import recorded_url, server_url
 from rag_api.settings import Settings
 
@@ -85,11 +85,16 @@ class OpsClient:
         return op.parse(answer)
 
     def _job(self, job_id: str) -> Any:
-        """The result of a job of the server's, once it ends; its error if it failed."""
+        """The result of a job of the server's, once it ends, drawing the progress it reports;
+        its error if it failed."""
         job = self._call("GET", f"/v1/jobs/{job_id}")
-        while job["status"] not in ("done", "failed"):
-            time.sleep(JOB_POLL_S)
-            job = self._call("GET", f"/v1/jobs/{job_id}")
+        with Bars() as bars:
+            while job["status"] not in ("done", "failed"):
+                if progress := job.get("progress"):
+                    detail = progress.get("detail") or {}
+                    bars(progress["phase"], progress["done"], progress["total"], **detail)
+                time.sleep(JOB_POLL_S)
+                job = self._call("GET", f"/v1/jobs/{job_id}")
         if job["status"] == "failed":
             raise RemoteError(job["error"]["code"], f"server: {job['error']['message']}")
         return job["result"]

@@ -24,6 +24,7 @@ from rag_api.http.endpoints import (
     ops,
     overview,
     query,
+    sources,
     uploads,
     watcher,
 )
@@ -124,6 +125,7 @@ def create_app(
         watcher.router,
         admin.router,
         uploads.router,
+        sources.router,
         jobs.router,
         evaluation.router,
         overview.router,

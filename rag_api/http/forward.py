@@ -24,8 +24,10 @@ LOCAL_POSTS = re.compile(
     r"|^/v1/collections/[^/]+/eval$|^/mcp$"
 )
 # what only the writer holds, whatever the method: its jobs, its folder watcher, the state of its
-# uploads, and operations
-WRITER_PATHS = re.compile(r"^/v1/(jobs|ops|indexer)(/|$)|^/v1/collections/[^/]+/files(/|$)")
+# uploads and sources, and operations
+WRITER_PATHS = re.compile(
+    r"^/v1/(jobs|ops|indexer)(/|$)|^/v1/collections/[^/]+/(files|sources)(/|$)"
+)
 HOP_BY_HOP = {b"host", b"connection", b"keep-alive", b"transfer-encoding", b"upgrade"}
 
 

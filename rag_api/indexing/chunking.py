@@ -67,10 +67,15 @@ class ReadResult:
 
 
 def read_chunks(
-    path: Path, source: str, chunking: ChunkingConfig, ocr_options: OcrOptions | None = None
+    path: Path,
+    source: str,
+    chunking: ChunkingConfig,
+    ocr_options: OcrOptions | None = None,
+    content_only: bool = False,
 ) -> ReadResult:
     """Read one kb file and chunk it; jsonl lines are chunks already; scanned PDF pages and image
-    files are read by OCR as `ocr_options` say (None: not at all). Raises UnreadableFile."""
+    files are read by OCR as `ocr_options` say (None: not at all); `content_only` leaves an HTML
+    page's furniture out. Raises UnreadableFile."""
     kind = SUFFIXES.get(path.suffix.lower())
     if kind is None:
         raise UnreadableFile(f"unsupported file type '{path.suffix}'")
@@ -85,7 +90,7 @@ def read_chunks(
         return parse_jsonl(decode_text(data), source)
     scans = ScanReader(ocr_options)
     chunks: list[Chunk] = []
-    sections = _sections(kind, path, data, chunking.size, scans)
+    sections = _sections(kind, path, data, chunking.size, scans, content_only)
     title = next((section.title for section in sections if section.title), None)
     for section in sections:
         if section.whole:
@@ -105,7 +110,9 @@ def reading_identity(path: Path, ocr_options: OcrOptions | None) -> str:
     return ocr.identity(ocr_options or OcrOptions(enabled=False))
 
 
-def _sections(kind: str, path: Path, data: bytes, size: int, scans: ScanReader) -> list[Section]:
+def _sections(
+    kind: str, path: Path, data: bytes, size: int, scans: ScanReader, content_only: bool
+) -> list[Section]:
     """The file's text in sections, by format; tabular readers group rows by the chunk size."""
     if kind == "pdf":
         return read_pdf(path, scans)
@@ -121,7 +128,7 @@ def _sections(kind: str, path: Path, data: bytes, size: int, scans: ScanReader) 
     if kind in ("csv", "tsv"):
         return read_delimited(text, size, tab=kind == "tsv")
     if kind == "html":
-        return html_sections(text)
+        return html_sections(text, furniture=not content_only)
     return [Section(text, markdown=kind == "markdown")]
 
 

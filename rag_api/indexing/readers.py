@@ -215,11 +215,12 @@ def html_to_text(html: str) -> str:
     return _markdown(_page_soup(html))
 
 
-def html_sections(html: str) -> list[Section]:
+def html_sections(html: str, furniture: bool = True) -> list[Section]:
     """An HTML page as its content and then each piece of its furniture (navigation, the page's
     header, footer and sidebars, a cookie or consent banner), sections of their own as a PDF
-    page's furniture is, so the repetition census can label it without hiding the content. A
-    page-level header's `<h1>` is the page's title: it stays with the content."""
+    page's furniture is, so the repetition census can label it without hiding the content
+    (without `furniture`, the content alone: a web source's pages). A page-level header's `<h1>`
+    is the page's title: it stays with the content."""
     soup = _page_soup(html)
     pieces = _furniture(soup)
     titles = [h1 for piece in pieces if _is_page_header(piece) for h1 in piece.find_all("h1")]
@@ -228,7 +229,7 @@ def html_sections(html: str) -> list[Section]:
     home = soup.body or soup
     for h1 in reversed(titles):
         home.insert(0, h1.extract())
-    texts = [_markdown(soup)] + [_markdown(piece) for piece in pieces]
+    texts = [_markdown(soup)] + [_markdown(piece) for piece in pieces if furniture]
     return [Section(text) for text in texts if text]
 
 

@@ -4,6 +4,7 @@ is never forgotten); the kinds given a folder (`keep`) also on disk, and outlive
 
 from __future__ import annotations
 
+import functools
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -103,7 +104,7 @@ class Jobs:
         in the caller's thread, in a lane's, or in a thread of its own."""
         self.start(job)
         try:
-            answer = work(lambda phase, done, total: self.report(job, phase, done, total))
+            answer = work(functools.partial(self.report, job))
         except Stopped:
             self.requeue(job)
             raise
@@ -119,10 +120,10 @@ class Jobs:
         with self._lock:
             job.status, job.started_at, job.error = "running", now(), None
 
-    def report(self, job: Job, phase: str, done: int, total: int) -> None:
-        """Where the running job has got."""
+    def report(self, job: Job, phase: str, done: int, total: int, **detail: Any) -> None:
+        """Where the running job has got (`detail`: its kind's own counts)."""
         with self._lock:
-            job.progress = Progress(phase, done, total)
+            job.progress = Progress(phase, done, total, detail or None)
 
     def finish(self, job: Job, result: Any, error: dict[str, str] | None = None) -> None:
         """Done with `result`, or failed with `error` ({code, message})."""

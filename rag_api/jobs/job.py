@@ -1,5 +1,5 @@
-"""A job: one run of work (an upload's indexing, a backup, a check, a migration) and how far it
-got; `view()` is the one shape GET /v1/jobs answers for every kind."""
+"""A job: one run of work (an upload's indexing, a backup, a check, a migration, a source's
+sync) and how far it got; `view()` is the one shape GET /v1/jobs answers for every kind."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from rag_api.errors import RagError
 
-Kind = Literal["upload", "backup", "check", "migrate"]
+Kind = Literal["upload", "backup", "check", "migrate", "sync"]
 Status = Literal["queued", "running", "done", "failed"]
 FileStatus = Literal["queued", "indexing", "done", "failed"]
 FINISHED = ("done", "failed")
@@ -33,9 +33,10 @@ class JobFile:
 
 @dataclass
 class Progress:
-    phase: str  # "copy", "catch-up 1", "files", ...
+    phase: str  # "copy", "catch-up 1", "files", "documents", ...
     done: int
     total: int
+    detail: dict[str, Any] | None = None  # a kind's own counts (a sync's: listed, indexed, ...)
 
 
 @dataclass
@@ -74,6 +75,8 @@ class Job:
         shown["collection"] = self.collection
         if self.files is None:
             del shown["files"]
+        if shown["progress"] is not None and shown["progress"]["detail"] is None:
+            del shown["progress"]["detail"]
         return shown
 
     def as_dict(self) -> dict[str, Any]:

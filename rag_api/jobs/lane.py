@@ -20,7 +20,7 @@ from rag_api.jobs.job import Job
 log = logging.getLogger("rag_api.jobs")
 RETRY_AFTER_DEFAULT_S = 5
 RETRY_AFTER_MAX_S = 300
-Report = Callable[[str, int, int], None]  # (phase, done, total)
+Report = Callable[..., None]  # (phase, done, total, **detail): Jobs.report
 Work = Callable[[Report], Any]  # a job's work: its answer, or it raises
 
 

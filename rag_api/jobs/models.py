@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from rag_api.schema import Answer
 
-Kind = Literal["upload", "backup", "check", "migrate"]
+Kind = Literal["upload", "backup", "check", "migrate", "sync"]
 # `indexing`: an upload job's word for running
 Status = Literal["queued", "running", "indexing", "done", "failed"]
 FileStatus = Literal["queued", "indexing", "done", "failed"]
@@ -25,9 +25,14 @@ class JobFileAnswer(Answer):
 
 
 class ProgressAnswer(Answer):
-    phase: str  # "files" (an upload), "copy", "catch-up 1", "final catch-up" (a migration)
+    # "files" (an upload), "copy", "catch-up 1", "final catch-up" (a migration), "documents" (a
+    # source's sync)
+    phase: str
     done: int
-    total: int
+    total: int  # 0: not known yet (a crawl)
+    # a sync's counts so far: listed, indexed, unchanged, failed, removed, bytes, and `eta_s`
+    # (seconds left, when the total is known)
+    detail: dict[str, Any] | None = None
 
 
 class ErrorAnswer(Answer):
@@ -49,7 +54,7 @@ class JobAnswer(Answer):
     finished_at: str | None
     progress: ProgressAnswer | None
     request: dict[str, Any] | None  # what was asked: a backup's folder, a check's sample, ...
-    result: Any  # a backup's, check's or migration's answer; an upload's chunk counts
+    result: Any  # a backup's, check's, migration's or sync's answer; an upload's chunk counts
     error: ErrorAnswer | None
     files: list[JobFileAnswer] | None = None  # an upload job's files
 

@@ -23,6 +23,7 @@ def chunk_view(stored: StoredChunk, score: float | None, include_text: bool) -> 
         "chunk_index": stored.chunk_index or 0,
         "score": None if score is None else round(score, 3),
         "metadata": stored.metadata,
+        **({"url": stored.url} if stored.url else {}),
         **stored.labels(),  # type, quality, quality_reasons (none: not labelled)
         "is_dynamic": stored.dynamic,
         "origin": stored.origin,
@@ -46,6 +47,7 @@ def result_view(passage: Passage) -> dict[str, Any]:
         "score": round(shown_score(passage), 3),
         "chunk_index": passage.chunk_index,
         "metadata": passage.metadata,
+        **({"url": passage.stored.url} if passage.stored.url else {}),
         **passage.stored.labels(),
         **({"collection": passage.collection} if passage.collection is not None else {}),
     }

@@ -155,6 +155,7 @@ class Result(Answer):
     score: float
     chunk_index: int
     metadata: dict[str, Any]
+    url: str | None = None  # where a person reads the original (a source's document)
     type: LabelType = None
     quality: LabelQuality = None
     quality_reasons: LabelReasons = None
@@ -205,6 +206,7 @@ class ChunkItem(Answer):
     chunk_index: int
     score: float | None
     metadata: dict[str, Any]
+    url: str | None = None  # where a person reads the original (a source's document)
     type: LabelType = None
     quality: LabelQuality = None
     quality_reasons: LabelReasons = None

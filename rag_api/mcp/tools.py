@@ -199,6 +199,7 @@ def _passage(row: dict[str, Any], collection: str) -> dict[str, Any]:
         "quality": row.get("quality"),
         "text": row["text"],
         "metadata": row.get("metadata") or {},
+        **({"url": row["url"]} if row.get("url") else {}),
     }
 
 
@@ -213,11 +214,14 @@ def _fetch(hub: Hub, id: str) -> dict[str, Any]:
         stored = StoredChunk(find_chunk(kb, None, source, int(index)).payload)
         return {"id": id, "title": source, "collection": name, "source": source,
                 "chunk_index": stored.chunk_index, "text": stored.text,
-                "metadata": stored.metadata}  # fmt: skip
+                "metadata": stored.metadata,
+                **({"url": stored.url} if stored.url else {})}  # fmt: skip
     page = hub.kb.chunks(ListChunks(collection=name, source_exact=rest, limit=1000,
                                     include_text=True))  # fmt: skip
     if not page.items:
         raise CollectionNotFound(f"{name}:{rest}")
     text = "\n\n".join(item.text or "" for item in page.items)
+    url = page.items[0].url
     return {"id": id, "title": rest, "collection": name, "source": rest, "text": text,
-            "chunks": page.total, "metadata": page.items[0].metadata}  # fmt: skip
+            "chunks": page.total, "metadata": page.items[0].metadata,
+            **({"url": url} if url else {})}  # fmt: skip

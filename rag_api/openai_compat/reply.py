@@ -104,8 +104,12 @@ class Reply:
         return citations_footer(self.content, passages, language, link)
 
     def link(self, passage: Cited) -> str:
-        """Where a person reads `passage`: the console's view of its document, at its chunk."""
-        seq = getattr(getattr(passage, "stored", None), "seq", None)
+        """Where a person reads `passage`: its original (a source's page or file), else the
+        console's view of its document, at its chunk."""
+        stored = getattr(passage, "stored", None)
+        if original := getattr(stored, "url", None):
+            return original
+        seq = getattr(stored, "seq", None)
         collection = getattr(passage, "collection", None) or self.collection.name
         return (self.base_url or "").rstrip("/") + chunk_page(collection, passage.source, seq)
 

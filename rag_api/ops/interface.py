@@ -64,6 +64,13 @@ class RestoreRequest(Body):
     with_config: bool = False
 
 
+class SyncBody(Body):
+    model_config = ConfigDict(extra="forbid")
+
+    prune: bool = False  # remove a mass of vanished documents (else held, and said why)
+    force: bool = False  # read every document again, whatever its version
+
+
 class Nothing(BaseModel):
     """No request body (a GET)."""
 
@@ -74,6 +81,12 @@ class OnCollection(BaseModel, Generic[B]):
 
     collection: str
     body: B
+
+
+class OnSource(OnCollection[B], Generic[B]):
+    """... and one of its sources (`{source}`)."""
+
+    source: str
 
 
 # --- what they answer (besides the hub's own dataclasses) -----------------------------------
@@ -102,8 +115,8 @@ class Operation(Generic[Q, A]):
     def address(self, request: Q) -> tuple[str, dict[str, Any] | None]:
         """The request's path and JSON body (None: none)."""
         if isinstance(request, OnCollection):
-            path = self.path.format(collection=quote(request.collection, safe=""))
-            return path, _dump(request.body)
+            named = {k: quote(v, safe="") for k, v in request if isinstance(v, str)}
+            return self.path.format(**named), _dump(request.body)
         return self.path, None if isinstance(request, Nothing) else _dump(request)
 
     def parse(self, data: Any) -> A:
@@ -125,7 +138,15 @@ RESTORE = Operation("restore", "POST", "/v1/ops/restore", RestoreRequest, Restor
 COLLECTIONS = Operation("collections", "GET", "/collections", Nothing, CollectionList)
 QUERY = Operation("query", "POST", "/query/{collection}", OnCollection[QueryBody], QueryAnswer)
 EVAL = Operation("eval", "POST", "/v1/collections/{collection}/eval", OnCollection[EvalBody], Json)
-OPERATIONS = (CHECK, PLAN, MIGRATE, DROP_OLD, BACKUP, RESTORE, COLLECTIONS, QUERY, EVAL)
+SYNC = Operation(
+    "sync",
+    "POST",
+    "/v1/collections/{collection}/sources/{source}/sync",
+    OnSource[SyncBody],
+    Json,  # rag_api.sources.sync.SourceReport.as_dict()
+    follow="job",
+)
+OPERATIONS = (CHECK, PLAN, MIGRATE, DROP_OLD, BACKUP, RESTORE, COLLECTIONS, QUERY, EVAL, SYNC)
 
 
 class Ops(Protocol):

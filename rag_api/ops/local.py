@@ -25,12 +25,14 @@ from rag_api.ops.interface import (
     Json,
     Nothing,
     OnCollection,
+    OnSource,
     Operation,
     RestoreRequest,
+    SyncBody,
 )
 from rag_api.ops.migrate.job import migration_job
-from rag_api.ops.migrate.progress import Bars
 from rag_api.ops.migrate.run import MigrateBody, MigrationPlan, MigrationResult, drop_old
+from rag_api.ops.progress import Bars
 
 Q = TypeVar("Q", bound=BaseModel)
 A = TypeVar("A")
@@ -82,6 +84,14 @@ class LocalOps:
 
     def query(self, request: OnCollection[QueryBody]) -> QueryAnswer:
         return run_query(self.hub, request.collection, request.body)
+
+    def sync(self, request: OnSource[SyncBody]) -> Json:
+        asked = request.body
+        with Bars() as bars:
+            report = self.hub.sources.run(
+                request.collection, request.source, prune=asked.prune, force=asked.force, also=bars
+            )
+        return report.as_dict()
 
     def eval(self, request: OnCollection[EvalBody]) -> Json:
         # no time bound: the user's own process

@@ -8,19 +8,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from rag_api.payload import FILE, FROM_API, FROM_FILE, GEN, ORIGIN, SOURCE
+from rag_api.payload import FILE, FROM_API, FROM_FILE, FROM_SOURCE, GEN, ORIGIN, SOURCE
 from rag_api.store import Selector, Store
 
 FIELDS = [ORIGIN, SOURCE, FILE, GEN]
 NONE = -1  # the generation of chunks written before generations existed: older than any
-DocumentKey = tuple[str, str]  # ("file", kb-relative path) or ("api", source)
+# ("file", kb-relative path), ("api", source) or ("source", `name:key`)
+DocumentKey = tuple[str, str]
+BY_SOURCE = (FROM_API, FROM_SOURCE)  # the origins whose documents are named by `source`
 
 
 def document_key(payload: dict[str, Any]) -> DocumentKey | None:
     """The document a chunk belongs to, as a replacement scopes it (None: another tool's)."""
     origin = payload.get(ORIGIN)
     name = payload.get(FILE) if origin == FROM_FILE else payload.get(SOURCE)
-    if origin in (FROM_FILE, FROM_API) and isinstance(name, str):
+    if origin in (FROM_FILE, *BY_SOURCE) and isinstance(name, str):
         return (origin, name)
     return None
 
@@ -55,13 +57,15 @@ def stamp(
 
 def _current(store: Store, physical: str, keys: set[DocumentKey]) -> dict[DocumentKey, int]:
     """The generation each of these documents has now (absent: none)."""
-    sources = tuple(sorted(name for origin, name in keys if origin == FROM_API))
     files = tuple(sorted(name for origin, name in keys if origin == FROM_FILE))
+    selectors = [Selector(origin=FROM_FILE, files=files)] + [
+        Selector(
+            origin=kind, sources=tuple(sorted(name for origin, name in keys if origin == kind))
+        )
+        for kind in BY_SOURCE
+    ]
     found: dict[DocumentKey, int] = {}
-    for selector in (
-        Selector(origin=FROM_API, sources=sources),
-        Selector(origin=FROM_FILE, files=files),
-    ):
+    for selector in selectors:
         for record in store.iter_records(physical, selector, fields=FIELDS):
             key = document_key(record.payload)
             if key in keys:
@@ -104,7 +108,9 @@ class Torn:
 
     def describe(self) -> str:
         origin, name = self.key
-        what = f"kb file {name}" if origin == FROM_FILE else f"source '{name}'"
+        what = {FROM_FILE: f"kb file {name}", FROM_SOURCE: f"synced document {name}"}.get(
+            origin, f"source '{name}'"
+        )
         sizes = ", ".join(
             f"{len(self.generations[gen])} chunks of {'no generation' if gen == NONE else gen}"
             for gen in sorted(self.generations, reverse=True)

@@ -1,5 +1,5 @@
 """What this process's role (RAG_ROLE: all, writer, reader) makes of the hub's parts
-(docs/scaling.md): where the scoped keys and stored responses live, whether the collections
+(docs/scaling.md): where the scoped keys, stored responses and sources' state live, whether the collections
 publish their versions or follow the writer's, and the writer's lease.
 
 The shared parts load only where a Qdrant server is shared: the system documents need
@@ -15,6 +15,7 @@ from rag_api.errors import ConfigError, RagError
 from rag_api.openai_compat.stored import ResponseStore
 from rag_api.points.collection import Collection
 from rag_api.settings import Settings
+from rag_api.sources.state import SourceStates, StateFiles
 from rag_api.store import Store
 
 if TYPE_CHECKING:
@@ -83,6 +84,15 @@ class Role:
 
             return SharedResponses(self.docs, s.responses_path, s.responses_ttl, s.responses_max)
         return ResponseStore(s.responses_path, s.responses_ttl, s.responses_max)
+
+    def source_states(self) -> SourceStates:
+        """Where the sources' state is kept: this node's data dir, or for replicas Qdrant's system
+        collection (a new writer carries on where the last one stopped)."""
+        if self.settings.replicated and self.docs is not None:
+            from rag_api.replicas.shared_sources import SharedStates
+
+            return SharedStates(self.docs)
+        return StateFiles(self.settings.data_dir / "sources")
 
     def join(self, collections: list[Collection]) -> None:
         """A reader's collections follow the writer; the writer's publish their writes."""

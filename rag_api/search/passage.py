@@ -57,6 +57,7 @@ class Passage:
             "score": round(self.score, 6),
             "text": self.text,
             "metadata": self.metadata,
+            **({"url": self.stored.url} if self.stored.url else {}),
             **self.stored.labels(),  # type, quality, quality_reasons (none: not labelled)
             "dense_score": _round(self.dense_score),
             "dense_rank": self.dense_rank,

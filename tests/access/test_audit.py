@@ -14,6 +14,7 @@ import pytest
 from rag_api.http.app import create_app
 from rag_api.http.openai_errors import app_routes
 from tests.conftest import hash_collection, wait_for, write_config
+from tests.support.git_repo import Repo
 
 ADMIN = "admin-global-key"
 # the routes that take a body or a non-GET method but change nothing, each with why
@@ -76,6 +77,10 @@ WRITES: dict[tuple[str, str], tuple[str, Send]] = {
     ("DELETE", "/v1/collections/{collection}/files/{path:any}"): (
         "docs",
         lambda h, _: h.delete("/v1/collections/docs/files/b.md"),
+    ),
+    ("POST", "/v1/collections/{collection}/sources/{source}/sync"): (
+        "docs",
+        lambda h, _: _job_done(h, h.post("/v1/collections/docs/sources/handbook/sync")),
     ),
     ("POST", "/v1/ops/check"): (
         "docs",
@@ -147,7 +152,10 @@ def _world(tmp_path: Path) -> Path:
     kb = tmp_path / "kb"
     kb.mkdir()
     (kb / "a.md").write_text("# Refunds\n\nRefunds take 30 days.\n\n## Fees\n\nNo fees.\n")
-    return write_config(tmp_path / "c.yaml", {"docs": hash_collection(kb)})
+    repo = Repo(tmp_path / "handbook").write({"badges.md": "# Badges\n\nAt the front desk.\n"})
+    repo.commit()
+    source = {"name": "handbook", "kind": "git", "repo": str(repo.path)}
+    return write_config(tmp_path / "c.yaml", {"docs": hash_collection(kb, sources=[source])})
 
 
 def test_every_route_that_writes_is_audited_or_listed_as_a_non_write(

@@ -126,6 +126,17 @@ ROUTES: dict[tuple[str, str], tuple[str, str, Any]] = {
         "/v1/collections/docs/files/a.md",
         None,
     ),
+    ("GET", "/v1/collections/{collection}/sources"): (
+        "read",
+        "/v1/collections/docs/sources",
+        None,
+    ),
+    # docs has no source: a key allowed to write it learns so (404 SOURCE_NOT_FOUND)
+    ("POST", "/v1/collections/{collection}/sources/{source}/sync"): (
+        "write",
+        "/v1/collections/docs/sources/wiki/sync",
+        None,
+    ),
     ("GET", "/v1/jobs"): ("listing", "/v1/jobs", None),
     ("GET", "/v1/jobs/{job_id}"): ("listing", "/v1/jobs/nope", None),
     ("POST", "/v1/collections/{collection}/eval"): ("read", "/v1/collections/docs/eval", {}),

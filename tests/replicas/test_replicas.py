@@ -160,7 +160,8 @@ def test_every_write_route_is_sent_to_the_writer_and_every_question_is_answered_
     for method, template in NOT_WRITES:
         path = template.replace("{collection}", "docs")
         assert not forwarded(method, path) or path in writer_reads, (method, template)
-    for path in ("/v1/jobs", "/v1/jobs/j1", "/v1/ops/backups", "/v1/indexer/status"):
+    writer_only = ("/v1/jobs", "/v1/jobs/j1", "/v1/ops/backups", "/v1/indexer/status")
+    for path in (*writer_only, "/v1/collections/docs/sources"):
         assert forwarded("GET", path), path  # what only the writer holds
     for path in ("/v1/rag/status", "/v1/rag/chunks", "/collections", "/v1/models", "/metrics"):
         assert not forwarded("GET", path), path

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import signal
-import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +14,7 @@ import pytest
 from rag_api.hub import Hub
 from rag_api.search.retrieval import SearchRequest, search
 from rag_api.watcher import Watcher
-from tests.conftest import REPO, cli_env, hash_collection, write_config
+from tests.conftest import hash_collection, write_config
 
 DEBOUNCE_S = 0.2
 
@@ -93,47 +91,3 @@ def settled(watcher: Watcher) -> bool:
     row = watcher.status()["collections"]["notes"]
     idle = row["queue"] == 0 and not row["reconcile_queued"] and not row["busy"]
     return idle and row["last_reconcile"] is not None
-
-
-class CliProcess:
-    """`python -m rag_api ARGS` running in the background, its stderr collected line by line."""
-
-    def __init__(self, *args: str, env: dict[str, str], prefix: Sequence[str] = ()) -> None:
-        self.process = subprocess.Popen(
-            [*prefix, sys.executable, "-m", "rag_api", *args],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=cli_env(env),
-            cwd=REPO,
-        )
-        self.lines: list[str] = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.lines.append(line.rstrip("\n"))
-
-    def count(self, *parts: str) -> int:
-        """Log lines containing every one of `parts`."""
-        return sum(all(part in line for part in parts) for line in list(self.lines))
-
-    def stop(self, signum: int = signal.SIGTERM, timeout: float = 60) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signum)
-        return self.process.wait(timeout)
-
-
-@pytest.fixture
-def spawn() -> Iterator[Callable[..., CliProcess]]:
-    """spawn(*args, env=..., prefix=...) -> CliProcess; whatever still runs is killed at the end."""
-    started: list[CliProcess] = []
-
-    def start(*args: str, env: dict[str, str], prefix: Sequence[str] = ()) -> CliProcess:
-        started.append(CliProcess(*args, env=env, prefix=prefix))
-        return started[-1]
-
-    yield start
-    for cli in started:
-        cli.stop(signal.SIGKILL)

@@ -50,6 +50,7 @@ function sourceItem(source, position) {
       side("sparse", source.sparse_score, source.sparse_rank),
       source.rerank_score === null || source.rerank_score === undefined ? null : side("rerank", source.rerank_score)),
     el("div", { class: "meta" }, labelBadges(source), meta),
+    source.url ? el("a", { class: "original", href: source.url, target: "_blank", rel: "noopener" }, source.url) : null,
     el("pre", { class: "text" }, source.text));
 }
 

@@ -7,6 +7,7 @@ const COLLECTION = JSON.parse(document.getElementById("page-data").textContent).
 const FILES = "/v1/collections/" + encodeURIComponent(COLLECTION) + "/files";
 const POSITION_KEYS = ["page", "sheet", "rows", "slide"]; // where in the document a chunk is
 const LABEL_KEYS = ["ocr", "ocr_confidence"]; // metadata shown among the labels (labelBadges)
+const ORIGINS = { file: "from the kb file", api: "fed through the API", source: "synced from its source" };
 const queue = [];
 const watched = new Map(); // upload job id -> its row, until the job ends
 let uploading = false;
@@ -83,6 +84,54 @@ async function loadApiSources() {
   }
 }
 
+/* --- sources: web sites, buckets, repositories (GET/POST /v1/collections/{c}/sources) ------ */
+
+const SOURCES = "/v1/collections/" + encodeURIComponent(COLLECTION) + "/sources";
+
+function lastSync(source) {
+  const last = source.last;
+  if (!last) return "never";
+  if (last.status === "failed") return el("span", { class: "error-text" }, `${when(last.at)}: ${last.error.message}` + (source.failures > 1 ? ` (${source.failures} in a row)` : ""));
+  const counts = `${last.listed} listed, ${last.indexed} indexed, ${last.removed} removed, ${last.failed} failed`;
+  return [when(last.at) + " · " + counts, ...[last.incomplete, last.held].filter(Boolean).map((why) => el("div", { class: "reason" }, why))];
+}
+
+function sourceRow(source) {
+  const sync = el("button", { type: "button", class: "small", disabled: Boolean(source.job) }, source.job ? "Syncing…" : "Sync now");
+  sync.addEventListener("click", () => syncSource(source.name, sync));
+  return el("tr", { dataset: { source: source.name } },
+    el("td", {}, el("strong", {}, source.name), ` (${source.kind})`),
+    el("td", { class: "num", dataset: { field: "documents" } }, source.documents),
+    el("td", { class: "num" }, source.chunks),
+    el("td", { dataset: { field: "last" } }, lastSync(source)),
+    el("td", {}, source.next_at ? when(source.next_at) : "on demand"),
+    el("td", { class: "actions" }, sync));
+}
+
+async function loadSources() {
+  try {
+    const listing = await Hub.api("GET", SOURCES);
+    document.getElementById("sources-section").hidden = !listing.sources.length;
+    document.querySelector("#sources tbody").replaceChildren(...listing.sources.map(sourceRow));
+  } catch (error) {
+    Hub.fail(error, "read");
+  }
+}
+
+async function syncSource(name, button) {
+  button.disabled = true;
+  button.textContent = "Syncing…";
+  try {
+    await Hub.api("POST", SOURCES + "/" + encodeURIComponent(name) + "/sync", {});
+    Hub.notify(`Syncing ${name}: its job shows how far it got.`, "ok");
+    JobsView.poll();
+  } catch (error) {
+    Hub.fail(error, "write");
+    button.disabled = false;
+    button.textContent = "Sync now";
+  }
+}
+
 /* A destructive button asks once more in place (no modal dialog): the second click acts. */
 function confirmed(button) {
   if (button.dataset.armed) return true;
@@ -144,8 +193,9 @@ function chunkItem(chunk, rank, total) {
   const item = el("li", { class: "chunk", id: chunk.index === null ? null : `chunk-${chunk.index}`, dataset: { index: chunk.index ?? "" } },
     el("div", { class: "chunk-head" },
       el("strong", { title: chunk.index === null ? null : `index ${chunk.index} in the collection` }, label), " · ",
-      chunk.is_dynamic ? el("span", { class: "badge api" }, "fed through the API") : el("span", { class: "badge" }, "from the kb file"),
+      el("span", { class: "badge" + (chunk.is_dynamic ? " api" : "") }, ORIGINS[chunk.origin] || "from the kb file"),
       labelBadges(chunk), position, other),
+    chunk.url ? el("a", { class: "original", href: chunk.url, target: "_blank", rel: "noopener" }, chunk.url) : null,
     el("pre", { class: "text" }, chunk.text || ""));
   if (chunk.is_dynamic && chunk.index !== null) item.append(editor(chunk, label));
   return item;
@@ -285,6 +335,9 @@ async function followUploads(jobs) {
     }
   }
   if (ended) await Promise.all([loadFiles(), loadSummary()]);
+  const syncing = jobs.some((job) => job.kind === "sync" && (job.status === "queued" || job.status === "running"));
+  if (syncing || followUploads.syncing) loadSources();
+  followUploads.syncing = syncing;
 }
 
 function setUpDropZone() {
@@ -325,6 +378,8 @@ document.addEventListener("DOMContentLoaded", () => {
   setUpDropZone();
   showLinkedChunk();
   document.getElementById("refresh-files").addEventListener("click", loadFiles);
+  document.getElementById("refresh-sources").addEventListener("click", loadSources);
+  loadSources();
   loadSummary().catch((error) => Hub.fail(error, "read"));
   loadFiles();
   document.getElementById("all-jobs").href = "/console/jobs?collection=" + encodeURIComponent(COLLECTION);

@@ -10,7 +10,10 @@ function jobProgress(job) {
     return job.files.map((file) => `${file.path} ${file.status}` + (file.progress ? ` (${file.progress})` : "")).join("; ");
   }
   const p = job.progress;
-  return p ? `${p.phase} ${p.done}/${p.total}` : "";
+  if (!p) return "";
+  const d = p.detail;
+  if (d) return `${p.done}${p.total ? "/" + p.total : ""} documents: ${d.indexed} indexed, ${d.unchanged} unchanged, ${d.failed} failed · ${bytes(d.bytes)}` + (d.eta_s ? ` · ${Math.ceil(d.eta_s)} s left` : "");
+  return `${p.phase} ${p.done}/${p.total}`;
 }
 
 function jobOutcome(job) {
@@ -20,6 +23,7 @@ function jobOutcome(job) {
   if (job.kind === "upload") return `${r.chunks} chunk(s), ${r.embedded} embedded, ${r.skipped} reused`;
   if (job.kind === "backup") return r.path;
   if (job.kind === "check") return `${r.status}, ${r.findings.length} finding(s)`;
+  if (job.kind === "sync") return `${r.source}: ${r.indexed} indexed, ${r.unchanged} unchanged, ${r.removed} removed, ${r.failed} failed` + (r.held || r.incomplete ? ` — ${r.held || r.incomplete}` : "");
   if (job.kind === "migrate") return r.previous ? `${r.previous} → ${r.live}` : (r.notes || []).join("; ");
   return "";
 }

@@ -12,6 +12,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.constructor import SafeConstructor
 from ruamel.yaml.error import YAMLError
 
+from rag_api.config.sources import SourceConfig, unique_names
 from rag_api.errors import ConfigError
 from rag_api.payload import CHUNK_TYPES
 from rag_api.providers import EMBEDDERS, LLMS, RERANKERS
@@ -259,7 +260,9 @@ class RouterConfig(Strict):
 
 
 class CollectionConfig(Strict):
-    kb: Path | None = None
+    kb: Path | None = None  # its folder; none: its documents come from sources or the API
+    # web sites, buckets, repositories its documents are synced from (rag_api/config/sources.py)
+    sources: list[SourceConfig] = []
     language: Language = "en"
     enabled: bool = True
     description: str = ""
@@ -276,6 +279,8 @@ class CollectionConfig(Strict):
     routing: RoutingConfig = RoutingConfig()
     # auto: scanned PDF pages and image files are read with Tesseract when it is installed
     ocr: Literal["auto", "off"] = "auto"
+
+    _source_names = field_validator("sources")(unique_names)
 
 
 class HubConfig(Strict):
@@ -410,6 +415,9 @@ def _describe(error: dict[str, Any]) -> str:
     loc = [str(part) for part in error["loc"]]
     message = error["msg"].removeprefix("Value error, ")
     if len(loc) >= 2 and loc[0] == "collections":
+        if loc[2:3] == ["sources"] and len(loc) >= 5:  # sources.0.web.url: the kind's tag out
+            loc = [*loc[:3], f"{loc[2]}[{loc[3]}]", *loc[5:]]
+            del loc[2]
         key = ".".join(loc[2:]) or "(collection)"
         return f"collection '{loc[1]}': {key}: {message}"
     return f"{'.'.join(loc) or '(top level)'}: {message}"
