@@ -67,7 +67,8 @@ def add_document(collection: Collection, body: AddDocument) -> Added:
     seqs = collection.allocate(len(texts))
     source = body.source or f"dynamic#{seqs[0]}"
     chunks = [
-        _chunk(text, source, seq, body.metadata) for text, seq in zip(texts, seqs, strict=True)
+        _chunk(collection, text, source, seq, body.metadata)
+        for text, seq in zip(texts, seqs, strict=True)
     ]
     _insert(collection, chunks, seqs, api_provenance(body.persist, body.dynamic))
     return Added(added=len(chunks), sources=[source], total_after=_total(collection))
@@ -83,7 +84,7 @@ def add_chunks(collection: Collection, body: AddChunks) -> Added:
             raise InvalidRequest(f"items.{n}.text: must not be blank")
     seqs = collection.allocate(len(body.items))
     chunks = [
-        _chunk(item.text, item.source, seq, item.metadata)
+        _chunk(collection, item.text, item.source, seq, item.metadata)
         for item, seq in zip(body.items, seqs, strict=True)
     ]
     _insert(collection, chunks, seqs, api_provenance(body.persist, body.dynamic))
@@ -100,7 +101,8 @@ def upsert_document(collection: Collection, body: UpsertDocument) -> Upserted:
     texts = split_text(body.text, collection.cfg.chunking)
     seqs = collection.allocate(len(texts))
     chunks = [
-        _chunk(text, body.source, seq, body.metadata) for text, seq in zip(texts, seqs, strict=True)
+        _chunk(collection, text, body.source, seq, body.metadata)
+        for text, seq in zip(texts, seqs, strict=True)
     ]
     scope = Selector(sources=(body.source,), origin=FROM_API)
     provenance = api_provenance(body.persist, body.dynamic)
@@ -132,6 +134,8 @@ def update_chunk(collection: Collection, body: UpdateChunk) -> Updated:
         metadata=body.new_metadata if body.new_metadata is not None else old.metadata,
     )
     check_size("new_text", chunk.text, CHUNK_MAX_CHARS)
+    if body.new_source is not None:
+        _outside_the_sources(collection, body.new_source)
     new_id = point_id(collection.name, chunk.source, chunk.chunk_index)
     if new_id != record.id and collection.retrieve([new_id]):
         raise ChunkExists(
@@ -199,9 +203,25 @@ def drop_temporary(hub: Catalog) -> int:
     return dropped
 
 
-def _chunk(text: str, source: str | None, seq: int, metadata: dict[str, Any]) -> Chunk:
+def _chunk(
+    collection: Collection, text: str, source: str | None, seq: int, metadata: dict[str, Any]
+) -> Chunk:
     """A new API chunk: chunk_index DYNAMIC_BASE + its index; no source: dynamic#<index>."""
+    if source is not None:
+        _outside_the_sources(collection, source)
     return Chunk(text, source or f"dynamic#{seq}", DYNAMIC_BASE + seq, dict(metadata))
+
+
+def _outside_the_sources(collection: Collection, source: str) -> None:
+    """Refuse an API document named as one of the collection's sources names its documents
+    (`name:key`): that source's sync writes it, and the two would overwrite each other."""
+    for block in collection.cfg.sources:
+        if source.startswith(f"{block.name}:"):
+            raise InvalidRequest(
+                f"source: '{source}' names a document of the collection's source "
+                f"'{block.name}' (its sync writes those): choose a name outside '{block.name}:'",
+                param="source",
+            )
 
 
 def _insert(

@@ -110,3 +110,19 @@ def test_a_scheduled_source_syncs_by_itself(tmp_path, make_settings, serve) -> N
     )
     jobs = http.get("/v1/jobs?kind=sync").json()["jobs"]
     assert jobs and all(job["request"]["by"] == "schedule" for job in jobs)
+
+
+def test_an_api_document_may_not_take_a_sources_name(world, make_settings, serve) -> None:
+    server = serve(make_settings(world))
+    http = server.client()
+    for route, body in (
+        ("/v1/rag/upsert/document", {"text": "Mine.", "source": "handbook:docs/install.md"}),
+        ("/v1/rag/add/document", {"text": "Mine.", "source": "handbook:notes"}),
+        ("/v1/rag/add/chunks", {"items": [{"text": "Mine.", "source": "handbook:x"}]}),
+    ):
+        refused = http.post(route, json={**body, "collection": "docs"})
+        assert "source 'handbook'" in assert_error_shape(refused, 422, "INVALID_REQUEST")["message"]
+    assert http.post(
+        "/v1/rag/upsert/document",
+        json={"text": "Mine.", "source": "handbooks:notes", "collection": "docs"},
+    ).is_success

@@ -3,6 +3,7 @@ reads (GET of a key) and listings."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -30,6 +31,7 @@ class S3Server(ThreadedMotoServer):
         self._lock = threading.Lock()
 
     def _server_entry(self) -> None:
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # a line a request otherwise
         app = DomainDispatcherApplication(create_backend_app)
         self._server = make_server(
             self._ip_address,

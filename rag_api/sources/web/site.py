@@ -256,6 +256,8 @@ class _Crawl:
             title, noindex = info.title, info.noindex
             if self.crawling:
                 self.links[key] = [] if info.nofollow else info.links
+        elif self.crawling:
+            self.links[key] = []  # a file leads nowhere: its sitemap lastmod is enough
         self.follow(key, depth)
         if url != key:
             self.aliases[url] = key
