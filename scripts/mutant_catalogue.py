@@ -38,6 +38,7 @@ THROTTLE = (
     "tests/access/test_keys.py::test_valid_scoped_keys_never_count_toward_the_failed_attempt_limit"
 )
 KEPT_COUNTS = "tests/store/test_kept_counts.py::"
+SOURCES_WEB = "tests/sources/test_web.py::"
 AUDITED = (
     "tests/access/test_audit.py::"
     "test_each_write_route_logs_one_audit_line_naming_route_key_and_collection"
@@ -454,5 +455,95 @@ MUTANTS = [
         "    if url or server.serves(settings):",
         "    if url or server.answers():",
         ("tests/mcp/test_mcp_stdio.py::test_a_hub_of_another_store_on_the_port_is_not_relayed_to",),
+    ),
+    Mutant(
+        "sources: a listing that is not whole still removes what it lacks",
+        "rag_api/sources/sync.py",
+        'absent = {} if report.incomplete else dict.fromkeys(set(held) - seen, "not listed")',
+        'absent = dict.fromkeys(set(held) - seen, "not listed")',
+        (SOURCES_WEB + "test_a_site_that_goes_down_mid_listing_removes_nothing",),
+    ),
+    Mutant(
+        "sources: an emptied listing is removed without --prune",
+        "rag_api/sources/sync.py",
+        "emptied = not seen and len(doomed) == len(held)",
+        "emptied = False",
+        ("tests/sources/test_s3.py::test_an_emptied_prefix_is_held_until_pruned",),
+    ),
+    Mutant(
+        "sources: a page that answers 404 once is removed at once",
+        "rag_api/sources/web/site.py",
+        "MISSES_TO_REMOVE = 2",
+        "MISSES_TO_REMOVE = 1",
+        (SOURCES_WEB + "test_a_page_that_answers_404_is_removed_the_second_time",),
+    ),
+    Mutant(
+        "sources: a page whose sitemap lastmod did not move is asked for anyway",
+        "rag_api/sources/web/site.py",
+        'same = lastmod is not None and held.version.get("lastmod") == lastmod',
+        "same = False",
+        (SOURCES_WEB + "test_an_unchanged_resync_downloads_no_page_and_embeds_nothing[edge]",),
+    ),
+    Mutant(
+        "sources: a known page is asked for without its validators (a body every time)",
+        "rag_api/sources/web/site.py",
+        "headers = conditional(held.version) if held is not None else {}",
+        "headers = {}",
+        (SOURCES_WEB + "test_a_conditional_request_costs_a_304_without_a_sitemap",),
+    ),
+    Mutant(
+        "sources: the web source fetches from any host",
+        "rag_api/sources/web/fetch.py",
+        'return parts.scheme in ("http", "https") and (parts.hostname or "") in self.hosts',
+        'return parts.scheme in ("http", "https")',
+        (SOURCES_WEB + "test_only_the_named_hosts_are_fetched_redirects_included",),
+    ),
+    Mutant(
+        "sources: a private address is fetched without allow_private",
+        "rag_api/sources/web/fetch.py",
+        "        if not self.allow_private:",
+        "        if False:",
+        (SOURCES_WEB + "test_private_addresses_are_refused_unless_allowed",),
+    ),
+    Mutant(
+        "sources: robots.txt is not obeyed",
+        "rag_api/sources/web/listings.py",
+        "return parser is not None and parser.can_fetch(AGENT_TOKEN, url)",
+        "return True",
+        (
+            SOURCES_WEB
+            + "test_the_first_sync_indexes_exactly_the_allowed_pages_with_their_urls[edge]",
+        ),
+    ),
+    Mutant(
+        "sources: a web page's furniture is indexed with its content",
+        "rag_api/sources/web/site.py",
+        'content_only=suffix == ".html",',
+        "content_only=False,",
+        (
+            SOURCES_WEB
+            + "test_the_first_sync_indexes_exactly_the_allowed_pages_with_their_urls[edge]",
+        ),
+    ),
+    Mutant(
+        "sources: a renamed file in Git is embedded again",
+        "rag_api/sources/git.py",
+        "renamed_from=renamed.get(blob.path),",
+        "renamed_from=None,",
+        ("tests/sources/test_git.py::test_a_resync_reads_only_the_diff[edge]",),
+    ),
+    Mutant(
+        "sources: an S3 object is downloaded again though its ETag and size did not change",
+        "rag_api/sources/s3.py",
+        "if held is not None and dict(held.version) == version:",
+        "if False:",
+        ("tests/sources/test_s3.py::test_an_unchanged_resync_reads_no_object[edge]",),
+    ),
+    Mutant(
+        "sources: an API document may take a source's name (the two overwrite each other)",
+        "rag_api/kbadmin/writes.py",
+        'if source.startswith(f"{block.name}:"):',
+        "if False:",
+        ("tests/sources/test_routes.py::test_an_api_document_may_not_take_a_sources_name",),
     ),
 ]
