@@ -1,6 +1,6 @@
 """What this process's role (RAG_ROLE: all, writer, reader) makes of the hub's parts
-(docs/scaling.md): where the scoped keys, stored responses and sources' state live, whether the collections
-publish their versions or follow the writer's, and the writer's lease.
+(docs/scaling.md): where the scoped keys, stored responses and sources' state live, whether the
+collections publish their versions or follow the writer's, and the writer's lease.
 
 The shared parts load only where a Qdrant server is shared: the system documents need
 qdrant-client, which the embedded engine (and every CLI command on it) never imports."""

@@ -35,6 +35,7 @@ class Sources:
         self.hub = hub
         self.states = states
         self._last_at: dict[tuple[str, str], float] = {}  # when each source's last sync ended
+        self._asking = threading.Lock()  # one sync queued a source, however many ask at once
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -91,12 +92,13 @@ class Sources:
         """Queue a sync of the source (a sync that waits already is the one answered): its job."""
         coll = self.hub.collection(collection)
         block = self.block(coll.name, name)
-        waiting = self._unfinished(coll.name, name, queued_only=True)
-        if waiting is not None:
-            return self.hub.jobs.get(waiting)
-        job = self._job(coll, block, prune, force, by)
-        lane = self.hub.jobs.lane(_lane(coll.name, name))
-        lane.submit(job, self._work(coll, block, prune, force, lane.stopping))
+        with self._asking:
+            waiting = self._unfinished(coll.name, name, queued_only=True)
+            if waiting is not None:
+                return self.hub.jobs.get(waiting)
+            job = self._job(coll, block, prune, force, by)
+            lane = self.hub.jobs.lane(_lane(coll.name, name))
+            lane.submit(job, self._work(coll, block, prune, force, lane.stopping))
         return self.hub.jobs.get(job.id)
 
     def run(

@@ -10,9 +10,7 @@ embeds and writes what was read before, in batches that grow while the model is 
 from __future__ import annotations
 
 import logging
-import queue
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +19,7 @@ from typing import Any
 
 from rag_api import payload
 from rag_api.indexing.chunking import UnreadableFile
-from rag_api.indexing.ingest import EMBED_BATCH_CHUNKS, DocumentWrite, WriteStats, write_documents
+from rag_api.indexing.ingest import DocumentWrite, WriteStats
 from rag_api.indexing.sync import mass_removal
 from rag_api.jobs.lane import Stopped
 from rag_api.points.collection import Collection
@@ -37,12 +35,11 @@ from rag_api.sources.base import (
     Unchanged,
 )
 from rag_api.sources.reading import read_document
+from rag_api.sources.writer import Writer, WriterFailed
 from rag_api.store import Selector
 
 log = logging.getLogger("rag_api.sources.sync")
 FIELDS = [payload.SOURCE, payload.DOC_HASH, payload.FILE_CHUNKS, payload.VERSION, payload.URL]
-WAITING = 64  # documents read and waiting for the writer: the scan pauses beyond
-QUIET_S = 0.05  # the writer writes what it holds once nothing more came for this long
 
 
 def document_name(source: str, key: str) -> str:
@@ -112,6 +109,11 @@ class SourceReport:
     expected: int | None = None  # documents the source said it would list
     seconds: float = 0.0
 
+    def written(self, stats: WriteStats) -> None:
+        """A document written (new or changed): counted."""
+        self.indexed += 1
+        self.stats.add(stats)
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "collection": self.collection,
@@ -160,7 +162,7 @@ def sync_source(
     known = {} if force else {k: Known(h.version, h.url) for k, h in held.items() if h.whole}
     seen: set[str] = set()
     gone: dict[str, str] = {}
-    writer = _Writer(collection, report, progress)
+    writer = Writer(collection, report.written)
     failure: Exception | None = None
     try:
         with tempfile.TemporaryDirectory(prefix="rag-sync-") as scratch:
@@ -175,7 +177,7 @@ def sync_source(
                         seen.add(item.key)
                     if progress is not None:
                         progress(report)
-            except (Stopped, _WriterFailed):
+            except (Stopped, WriterFailed):
                 raise
             except Exception as exc:  # the listing failed: keep what was read, remove nothing
                 failure = exc
@@ -183,7 +185,7 @@ def sync_source(
             finally:
                 source.close()
                 writer.finish()
-    except _WriterFailed as failed:
+    except WriterFailed as failed:
         raise failed.error from None
     if failure is None:
         _remove(collection, cfg.name, held, seen, gone, report, prune)
@@ -202,7 +204,7 @@ def _take(
     held: dict[str, Held],
     scratch: Path,
     report: SourceReport,
-    writer: _Writer,
+    writer: Writer,
 ) -> None:
     """Apply one item of the scan (a document read is handed to the writer)."""
     if isinstance(item, Incomplete):
@@ -230,7 +232,7 @@ def _read(
     held: Held | None,
     scratch: Path,
     report: SourceReport,
-    writer: _Writer,
+    writer: Writer,
 ) -> None:
     report.bytes += len(document.data)
     name = document_name(source, document.key)
@@ -297,101 +299,3 @@ def _remove(
 def _reason(exc: Exception) -> str:
     message = getattr(exc, "message", None) or str(exc) or type(exc).__name__
     return " ".join(message.split())[:300]
-
-
-class _WriterFailed(Exception):
-    def __init__(self, error: Exception) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-_END = object()
-
-
-class _Writer:
-    """Embeds and writes the documents read, in batches, on a thread of its own: a batch is
-    written once it reaches EMBED_BATCH_CHUNKS or nothing more waits, so batches are small while
-    the reading is slow and large while the model is the slower stage. Its failure (an embedder
-    down) stops the sync at the next document: what was written stays."""
-
-    def __init__(self, collection: Collection, report: SourceReport, progress: Progress | None):
-        self.collection = collection
-        self.report = report
-        self.progress = progress
-        self.error: Exception | None = None
-        self._queue: queue.Queue[Any] = queue.Queue(maxsize=WAITING)
-        self._thread = threading.Thread(target=self._run, name="rag-sync-writer", daemon=True)
-        self._thread.start()
-
-    def put(self, write: DocumentWrite) -> None:
-        while True:
-            if self.error is not None:
-                raise _WriterFailed(self.error)
-            try:
-                self._queue.put(write, timeout=0.5)
-                return
-            except queue.Full:
-                continue
-
-    def finish(self) -> None:
-        """Write what is left and wait for it; _WriterFailed if a write failed."""
-        if self.error is None:
-            self._queue.put(_END)
-        else:
-            _drain(self._queue)
-        self._thread.join()
-        if self.error is not None:
-            raise _WriterFailed(self.error)
-
-    def _run(self) -> None:
-        batch: list[DocumentWrite] = []
-        size = 0
-        while True:
-            try:
-                item = self._queue.get(timeout=QUIET_S if batch else None)
-            except queue.Empty:
-                item = None
-            if item is not None and item is not _END:
-                batch.append(item)
-                size += len(item.chunks)
-                if size < EMBED_BATCH_CHUNKS:
-                    continue
-            if batch and not self._write(batch):
-                _drain(self._queue)
-                return
-            batch, size = [], 0
-            if item is _END:
-                return
-
-    def _write(self, batch: list[DocumentWrite]) -> bool:
-        def done(write: DocumentWrite, stats: WriteStats) -> None:
-            self.report.indexed += 1
-            log.info(
-                "%s: indexed %s: %d chunks (embedded %d, reused %d, deleted %d)",
-                self.collection.name,
-                write.scope.sources[0] if write.scope.sources else "?",
-                stats.written,
-                stats.embedded,
-                stats.reused,
-                stats.deleted,
-                extra={
-                    "event": "indexed",
-                    "collection": self.collection.name,
-                    "chunks": stats.written,
-                },
-            )
-
-        try:
-            self.report.stats.add(write_documents(self.collection, batch, on_done=done))
-        except Exception as exc:
-            self.error = exc
-            return False
-        return True
-
-
-def _drain(waiting: queue.Queue[Any]) -> None:
-    while True:
-        try:
-            waiting.get_nowait()
-        except queue.Empty:
-            return

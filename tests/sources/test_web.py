@@ -179,3 +179,11 @@ def test_a_page_over_the_size_cap_or_redirected_in_a_loop_is_not_read(site, sour
     assert not any("big.html" in name or "loop" in name for name in held)
     assert site.answers[("/loop-a", 301)] + site.answers[("/loop-b", 301)] == 6  # 5 redirects
     assert "byte limit" in report.incomplete or "redirects" in report.incomplete
+
+
+def test_a_sitemap_longer_than_max_pages_is_not_a_whole_listing(site, source_hub) -> None:
+    hub = source_hub(web_block(site, url=None))
+    assert sync(hub).listed == PAGES + 2
+    capped = source_hub(web_block(site, url=None, max_pages=10), engine="memory")
+    report = sync(capped)
+    assert report.listed == 10 and "max_pages (10)" in report.incomplete

@@ -93,12 +93,13 @@ class Listed:
 
 
 def sitemap_urls(files: Cached, url: str, limit: int) -> list[Listed]:
-    """The pages a sitemap lists (following index files), at most `limit`; FetchError or
-    ValueError when a sitemap cannot be read: the listing is not whole."""
+    """The pages a sitemap lists (following index files): at most `limit`, and one more when it
+    lists more (the walk then says it stopped short); FetchError or ValueError when a sitemap
+    cannot be read: the listing is not whole."""
     found: dict[str, Listed] = {}
     todo = [(url, 0)]
     read = 0
-    while todo and len(found) < limit:
+    while todo and len(found) <= limit:
         current, depth = todo.pop(0)
         read += 1
         if read > MAX_SITEMAPS:
@@ -118,7 +119,7 @@ def sitemap_urls(files: Cached, url: str, limit: int) -> list[Listed]:
                 found.setdefault(loc, Listed(loc, lastmod))
         else:
             raise ValueError(f"{current} is not a sitemap (its root is <{_local(root.tag)}>)")
-    return list(found.values())[:limit]
+    return list(found.values())[: limit + 1]
 
 
 def _entries(root: ET.Element, kind: str) -> list[tuple[str, str | None]]:

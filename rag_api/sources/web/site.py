@@ -88,7 +88,6 @@ class _Crawl:
         self.in_a_row = 0  # fetches failed since the last one a server answered
 
     def run(self) -> Iterator[Item]:
-        fetcher = self.site.fetcher
         if self.cfg.sitemap:
             try:
                 for listed in sitemap_urls(self.files, self.cfg.sitemap, self.cfg.max_pages):
@@ -101,6 +100,33 @@ class _Crawl:
             self.offer(normalize(self.cfg.url), 0)
         if not self.crawling:
             self.site.context.expect(len(self.frontier))
+        yield from self.walk()
+        failures = self.failures + list(self.robots.unreachable.values())
+        if self.answered == 0 and failures:  # not one page: the site, not a page, is the trouble
+            raise SourceUnavailable(f"web source '{self.cfg.name}'", failures[0])
+        if self.stopped:
+            self.incomplete.append(
+                f"{self.in_a_row} pages in a row could not be fetched (the last: "
+                f"{self.failures[-1]}): the walk stopped"
+            )
+        elif self.frontier:
+            self.incomplete.append(
+                f"stopped at max_pages ({self.cfg.max_pages}): {len(self.frontier)} more pages "
+                "not visited"
+            )
+        self.incomplete += [
+            f"{origin}/robots.txt cannot be read ({why})"
+            for origin, why in self.robots.unreachable.items()
+        ]
+        for reason in self.incomplete:
+            yield Incomplete(reason)
+        if not self.incomplete:
+            self.forget_unlisted()
+
+    def walk(self) -> Iterator[Item]:
+        """Visit the frontier, `concurrency` fetches at once, until it is empty, `max_pages`
+        were visited or the site stopped answering."""
+        fetcher = self.site.fetcher
         visited = 0
         flying: dict[Future[Page], tuple[str, int, str | None]] = {}
         try:
@@ -128,27 +154,6 @@ class _Crawl:
         finally:
             for future in flying:
                 future.cancel()
-        failures = self.failures + list(self.robots.unreachable.values())
-        if self.answered == 0 and failures:  # not one page: the site, not a page, is the trouble
-            raise SourceUnavailable(f"web source '{self.cfg.name}'", failures[0])
-        if self.stopped:
-            self.incomplete.append(
-                f"{self.in_a_row} pages in a row could not be fetched (the last: "
-                f"{self.failures[-1]}): the walk stopped"
-            )
-        elif self.frontier:
-            self.incomplete.append(
-                f"stopped at max_pages ({self.cfg.max_pages}): {len(self.frontier)} more pages "
-                "not visited"
-            )
-        self.incomplete += [
-            f"{origin}/robots.txt cannot be read ({why})"
-            for origin, why in self.robots.unreachable.items()
-        ]
-        for reason in self.incomplete:
-            yield Incomplete(reason)
-        if not self.incomplete:
-            self.forget_unlisted()
 
     @property
     def stopped(self) -> bool:
