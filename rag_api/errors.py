@@ -273,6 +273,13 @@ class NotReady(RagError):
     status = 503
 
 
+class DocumentNotFound(RagError):
+    """A collection without a document of that source name (an MCP `fetch`)."""
+
+    code = "DOCUMENT_NOT_FOUND"
+    status = 404
+
+
 def _cut(text: str, limit: int = 200) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Self
 
 from rag_api.access.keyring import Keyring
+from rag_api.access.links import PassageLinks
 from rag_api.answering.service import Queries
 from rag_api.catalog import Catalog
 from rag_api.config import HubConfig
@@ -42,6 +43,8 @@ class Hub(Catalog):
         self.role.join(list(self.collections.values()))
         # who may do what: global and scoped keys
         self.keyring = Keyring(settings, self.role.keys())
+        # citations' passage links, signed with this node's secret or the deployment's
+        self.links = PassageLinks(self.role.link_secret(), settings.link_ttl_s)
         self.generation = GenerationPool(settings.max_generations)  # where LLM work runs
         self.responses = self.role.responses()  # /v1/responses kept for previous_response_id
         # the surfaces as calls (HTTP, the CLI and agents' tools call these)
@@ -72,6 +75,7 @@ class Hub(Catalog):
         if not self.settings.writes:
             return self
         self.role.start(list(self.collections.values()))
+        self.links.secret()  # made now: a reader's first link must find the writer's
         if watch and self.watcher is None:
             self.watcher = Watcher(self).start()
         if self.uploads is None:

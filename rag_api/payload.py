@@ -89,6 +89,12 @@ def point_id(collection: str, source: str, chunk_index: int) -> str:
     return str(uuid.uuid5(_NAMESPACE, f"{collection}\x00{source}\x00{chunk_index}"))
 
 
+def chunk_ref(collection: str, source: str, chunk_index: int) -> str:
+    """A chunk's id wherever a client meets it (citations, passage links, /v1/rag/*, MCP, the
+    console): `collection:source#chunk_index`."""
+    return f"{collection}:{source}#{chunk_index}"
+
+
 def metadata_path(key: str) -> str:
     """The payload path of a metadata key, as filters and indexes name it."""
     return f"{METADATA}.{key}"

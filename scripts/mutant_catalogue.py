@@ -546,4 +546,51 @@ MUTANTS = [
         "if False:",
         ("tests/sources/test_routes.py::test_an_api_document_may_not_take_a_sources_name",),
     ),
+    Mutant(
+        "passage links: a link past its time still opens",
+        "rag_api/access/links.py",
+        "        if cited.expires < self.clock():",
+        "        if False:",
+        ("tests/access/test_links.py::test_a_token_names_its_chunk_until_it_expires",),
+    ),
+    Mutant(
+        "passage links: an altered link opens (the signature is not checked)",
+        "rag_api/access/links.py",
+        "        if not hmac.compare_digest(signature, self._sign(body)):",
+        "        if False:",
+        (
+            "tests/access/test_links.py::"
+            "test_another_hubs_token_is_refused_and_an_expiry_is_not_believed_unsigned",
+        ),
+    ),
+    Mutant(
+        "citations: two passages of one document share one link",
+        "rag_api/openai_compat/reply.py",
+        "items = [_linked(n, passages[n - 1], link(passages[n - 1])) for n in cited]",
+        "items = [_linked(n, passages[n - 1], link(next(p for p in passages if p.source == "
+        "passages[n - 1].source))) for n in cited]",
+        (
+            "tests/openai_compat/test_openai_conversation.py::"
+            "test_with_a_link_each_cited_passage_is_a_markdown_link_of_its_own",
+        ),
+    ),
+    Mutant(
+        "follow-ups: a short turn that changes the topic is searched with the previous one",
+        "rag_api/openai_compat/condense.py",
+        "    if gain >= MERGE_MARGIN:",
+        "    if True:",
+        (
+            "tests/openai_compat/test_openai_follow_ups.py::test_the_issue_conversation_on_chat_completions",
+        ),
+    ),
+    Mutant(
+        "rag-hub mcp on its own store serves everything whatever the key",
+        "rag_api/cli/mcp.py",
+        "            lambda ctx: local.principal(),",
+        '            lambda ctx: __import__("rag_api.access.grant").access.grant.OPEN,',
+        (
+            "tests/mcp/test_mcp_stdio.py::"
+            "test_a_key_has_the_same_scope_whether_a_hub_runs_or_not[in-process]",
+        ),
+    ),
 ]

@@ -124,6 +124,7 @@ class RoutingBlock(Answer):
 class Source(Answer):
     """A passage an answer is grounded in, with its score on each side of the search."""
 
+    id: str | None = None  # `collection:source#chunk_index`: the chunk's id everywhere
     source: str
     chunk_index: int
     score: float

@@ -20,23 +20,17 @@ from pydantic import (
 )
 
 from rag_api.providers import SOURCES
+from rag_api.settings import duration_s
 
 SOURCE_NAME = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,62})$")
 BUILT_IN = ("web", "s3", "git")
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
 MIN_EVERY_S = 1.0
 
 
 def seconds(value: Any) -> Any:
     """`every: 30m` (s, m, h, d; a bare number is seconds) as seconds; anything else as it is,
     for pydantic to refuse."""
-    if isinstance(value, str):
-        match = _DURATION.match(value)
-        if match is None:
-            raise ValueError(f"'{value}' is not a duration like 45s, 30m, 6h or 1d")
-        return float(match[1]) * _UNITS[match[2]]
-    return value
+    return duration_s(value) if isinstance(value, str) else value
 
 
 Every = Annotated[float, BeforeValidator(seconds), Field(ge=MIN_EVERY_S)]

@@ -6,8 +6,8 @@ from urllib.parse import quote, urlencode
 COLLECTION_PAGE = "/console/collections/{name}"
 
 
-def chunk_page(collection: str, source: str, seq: int | None) -> str:
-    """The path of the console's view of a document (`source`) in `collection`, opened at the chunk
-    numbered `seq` (its `index` in the admin API) when it has one."""
+def chunk_page(collection: str, source: str, chunk_index: int) -> str:
+    """The path of the console's view of a document (`source`) in `collection`, opened at its
+    chunk `chunk_index` (the `#n` of the chunk's id `collection:source#n`, everywhere the same)."""
     path = COLLECTION_PAGE.format(name=quote(collection, safe=""))
-    return f"{path}?{urlencode({'source': source})}" + (f"#chunk-{seq}" if seq is not None else "")
+    return f"{path}?{urlencode({'source': source})}#chunk-{chunk_index}"

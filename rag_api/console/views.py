@@ -18,9 +18,12 @@ templates = Jinja2Templates(directory=HERE / "templates")
 router = APIRouter(include_in_schema=False)  # pages, not API: they stay out of /openapi.json
 
 
-def _page(request: Request, template: str, title: str, **context: object) -> HTMLResponse:
+def page(
+    request: Request, template: str, title: str, status: int = 200, **context: object
+) -> HTMLResponse:
+    """A page of the console's look: `template` with `context` (plain values only)."""
     context = {"title": title, "static": STATIC, "favicon": FAVICON, **context}
-    response = templates.TemplateResponse(request, template, context)
+    response = templates.TemplateResponse(request, template, context, status_code=status)
     response.headers["Cache-Control"] = "no-store"
     return response
 
@@ -28,33 +31,33 @@ def _page(request: Request, template: str, title: str, **context: object) -> HTM
 @router.get("/", response_class=HTMLResponse)
 def overview(request: Request) -> HTMLResponse:
     """Collections at a glance."""
-    return _page(request, "overview.html", "Collections")
+    return page(request, "overview.html", "Collections")
 
 
 @router.get(COLLECTION_PAGE, response_class=HTMLResponse)
 def collection(request: Request, name: str) -> HTMLResponse:
     """One collection: files, upload, chunks (`?source=` opens a document's chunks, `#chunk-N`
-    marks one: where an answer's sources link). The name is only echoed (escaped); the data
+    marks its chunk N: where a passage page links). The name is only echoed (escaped); the data
     comes from the API, which says whether it exists."""
-    return _page(request, "collection.html", name, collection=name)
+    return page(request, "collection.html", name, collection=name)
 
 
 @router.get("/console/ask", response_class=HTMLResponse)
 def ask(request: Request) -> HTMLResponse:
     """A question, its streamed answer, and why each source was chosen."""
-    return _page(request, "ask.html", "Ask")
+    return page(request, "ask.html", "Ask")
 
 
 @router.get("/console/jobs", response_class=HTMLResponse)
 def jobs(request: Request) -> HTMLResponse:
     """Uploads, backups, checks and migrations: every job the tab's key may see."""
-    return _page(request, "jobs.html", "Jobs")
+    return page(request, "jobs.html", "Jobs")
 
 
 @router.get("/console/keys", response_class=HTMLResponse)
 def keys(request: Request) -> HTMLResponse:
     """Enter the key this tab uses."""
-    return _page(request, "keys.html", "Keys")
+    return page(request, "keys.html", "Keys")
 
 
 @router.get(FAVICON)

@@ -1,12 +1,14 @@
 """/mcp on the running server: Streamable HTTP, stateless and answered in JSON (SSE where the
 client asks for it), so a client works whichever replica it reaches. The bearer key is checked
 as on every route — where keys are set, none is a 401 with `WWW-Authenticate` — and the tools
-run with its grant (rag_api.mcp.tools)."""
+run with its grant (rag_api.mcp.tools). Two tool servers: a key that may write somewhere reaches
+the one that offers the write tools, any other the one without them, so `tools/list` offers
+each caller what it may use."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 from mcp.server.mcpserver import Context
@@ -32,19 +34,29 @@ class McpEndpoint:
 
     def __init__(self, app: Any) -> None:
         self.app = app  # the FastAPI app: its hub is the one to serve
-        self.server = build_tools(self._hub, _principal)
-        self.server.streamable_http_app(  # makes the session manager; the routing is ours
-            stateless_http=True,
-            json_response=True,
-            max_request_body_size=MAX_BYTES,
-            # the keys guard the hub; behind a load balancer the Host is not the hub's own
-            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-        )
-        self.transport = StreamableHTTPASGIApp(self.server.session_manager)
+        # by whether the key may write somewhere: with the write tools, or without them
+        self.servers = {
+            writes: build_tools(self._hub, _principal, writes, base_of=self._base)
+            for writes in (True, False)
+        }
+        for server in self.servers.values():
+            server.streamable_http_app(  # makes the session manager; the routing is ours
+                stateless_http=True,
+                json_response=True,
+                max_request_body_size=MAX_BYTES,
+                # the keys guard the hub; behind a load balancer the Host is not the hub's own
+                transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+            )
+        self.transports = {
+            writes: StreamableHTTPASGIApp(server.session_manager)
+            for writes, server in self.servers.items()
+        }
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        async with self.server.session_manager.run():
+        async with AsyncExitStack() as stack:
+            for server in self.servers.values():
+                await stack.enter_async_context(server.session_manager.run())
             yield
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -57,7 +69,13 @@ class McpEndpoint:
             await rag_error_response(request, exc)(scope, receive, send)
             return
         scope[PRINCIPAL] = principal
-        await self.transport(scope, receive, send)
+        await self.transports[bool(principal.write)](scope, receive, send)
+
+    def _base(self, ctx: Context) -> str:
+        """Where people reach the hub: RAG_PUBLIC_URL, else the request's own base URL."""
+        request = ctx.request_context.request
+        public = self._hub().settings.public_url
+        return public or str(getattr(request, "base_url", "")) or "/"
 
     def _hub(self) -> Hub:
         hub = self.app.state.hub

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rag_api.errors import AmbiguousSource, ChunkNotFound
-from rag_api.payload import FROM_API, StoredChunk, point_id
+from rag_api.payload import FROM_API, StoredChunk, chunk_ref, point_id
 from rag_api.points.collection import Collection
 from rag_api.search.passage import Passage
 from rag_api.store import Record, Selector
@@ -15,9 +15,13 @@ API_CHUNKS = Selector(origin=FROM_API)
 TEMPORARY = Selector(origin=FROM_API, persist=False)  # gone at the next restart or /reload
 
 
-def chunk_view(stored: StoredChunk, score: float | None, include_text: bool) -> dict[str, Any]:
-    """A listing item: `index` is the chunk's stable number, what /chunks/update accepts."""
+def chunk_view(
+    collection: str, stored: StoredChunk, score: float | None, include_text: bool
+) -> dict[str, Any]:
+    """A listing item: `id` is the chunk's id everywhere, `index` its stable number in the
+    collection (what /chunks/update accepts)."""
     view: dict[str, Any] = {
+        "id": chunk_ref(collection, stored.source, stored.chunk_index or 0),
         "index": stored.seq,
         "source": stored.source,
         "chunk_index": stored.chunk_index or 0,
@@ -42,6 +46,7 @@ def shown_score(passage: Passage) -> float:
 def result_view(passage: Passage) -> dict[str, Any]:
     """A /search or /context result."""
     return {
+        **({"id": passage.ref} if passage.ref else {}),
         "text": passage.text,
         "source": passage.source,
         "score": round(shown_score(passage), 3),

@@ -150,6 +150,7 @@ class ListChunks(ChunkFilters, Body):
 class Result(Answer):
     """A /v1/rag/search or /context result: `score` is the cosine similarity."""
 
+    id: str | None = None  # `collection:source#chunk_index`: the chunk's id everywhere
     text: str
     source: str
     score: float
@@ -201,6 +202,7 @@ class SourceList(Answer):
 
 
 class ChunkItem(Answer):
+    id: str  # `collection:source#chunk_index`: the chunk's id everywhere
     index: int | None  # the chunk's stable number, what /chunks/update accepts
     source: str
     chunk_index: int

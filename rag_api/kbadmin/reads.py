@@ -110,7 +110,9 @@ def list_chunks(
     else:
         body["total"], records = collection.page(selector, request.offset, request.limit)
         page = [(StoredChunk(r.payload), None) for r in records]
-    body["items"] = [chunk_view(p, score, request.include_text) for p, score in page]
+    body["items"] = [
+        chunk_view(collection.name, p, score, request.include_text) for p, score in page
+    ]
     return ChunkPage(**body)
 
 

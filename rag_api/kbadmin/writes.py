@@ -153,7 +153,7 @@ def update_chunk(collection: Collection, body: UpdateChunk) -> Updated:
     updated = collection.retrieve([new_id])
     if not updated:  # removed by a concurrent call in the meantime
         raise ChunkNotFound(f"the chunk was removed while it was being updated ({new_id})")
-    chunk_now = chunk_view(StoredChunk(updated[0].payload), None, include_text=True)
+    chunk_now = chunk_view(collection.name, StoredChunk(updated[0].payload), None, True)
     return Updated(updated=1, chunk=chunk_now)
 
 

@@ -256,11 +256,20 @@ class ModelList(Answer):
     data: list[ModelCard]
 
 
+class Retrieval(Answer):
+    """What was searched for the turn (rag_api.openai_compat.condense)."""
+
+    query: str
+    follow_up: Literal["merged", "alone", "none"]  # with the previous question, or not
+    why: str
+
+
 class HubFields(Answer):
     sources: list[Source]
     generator: str | None  # who answered: the LLM provider, or "extractive"
     warning: str | None = None  # present only when something degraded the answer
     routing: RoutingBlock | None = None  # only from `auto`
+    retrieval: Retrieval | None = None  # absent when nothing was searched (a task prompt)
 
 
 class AssistantMessage(Answer):

@@ -8,16 +8,16 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from rag_api.access.links import LinkRefused, PassageLinks
 from rag_api.answering.answer import AnswerStream, answer, converse
 from rag_api.answering.client_params import refuse_params
 from rag_api.answering.models import Filters
 from rag_api.catalog import Catalog
-from rag_api.console import chunk_page
 from rag_api.embedding.languages import text_language
 from rag_api.errors import InvalidRequest
 from rag_api.llm.generators import Options, Piece, ToolCallDelta
 from rag_api.llm.prompts import Cited, pack
-from rag_api.openai_compat.condense import retrieval_query
+from rag_api.openai_compat.condense import condensed_search
 from rag_api.openai_compat.conversation import Conversation
 from rag_api.openai_compat.model_names import direct_collection, target
 from rag_api.openai_compat.tasks import TaskPrompt, task_prompt
@@ -43,9 +43,12 @@ class Reply:
     routing: dict[str, Any] | None = None  # `auto`: which collections were searched and why
     language: str | None = None  # the answer's, when `auto` chose it
     structured: bool = False  # the client asked for JSON: no footer inside it
-    # where people reach the hub (RAG_PUBLIC_URL, else the request's base URL): the footer links
-    # each source to the console's view of it; None: plain names
+    # where people reach the hub (RAG_PUBLIC_URL, else the request's base URL), and the hub's
+    # passage links: the footer links each cited passage to its page (signed: it opens without a
+    # key); either None, or links off (RAG_LINK_TTL=off): plain names
     base_url: str | None = None
+    links: PassageLinks | None = None
+    retrieval: dict[str, str] | None = None  # what was searched: a follow-up merged or alone
     _parts: list[str] = field(default_factory=list)
     _calls: dict[int, dict[str, Any]] = field(default_factory=dict)
     _stream: AnswerStream | None = None
@@ -100,18 +103,18 @@ class Reply:
         if not passages or not self.collection.cfg.citations or self.structured or self._calls:
             return ""  # JSON and tool calls go to programs: the sources stay in `sources`
         language = self.language or self.collection.cfg.language
-        link = self.link if self.base_url else None
-        return citations_footer(self.content, passages, language, link)
+        linked = self.base_url is not None and self.links is not None and self.links.enabled
+        try:
+            return citations_footer(self.content, passages, language, self.link if linked else None)
+        except LinkRefused:  # no secret to sign with yet (a reader before its writer): plain
+            return citations_footer(self.content, passages, language)
 
     def link(self, passage: Cited) -> str:
-        """Where a person reads `passage`: its original (a source's page or file), else the
-        console's view of its document, at its chunk."""
-        stored = getattr(passage, "stored", None)
-        if original := getattr(stored, "url", None):
-            return original
-        seq = getattr(stored, "seq", None)
+        """Where a person reads `passage`: its passage page, under a link that authorises it."""
+        assert self.links is not None and self.base_url is not None
         collection = getattr(passage, "collection", None) or self.collection.name
-        return (self.base_url or "").rstrip("/") + chunk_page(collection, passage.source, seq)
+        index = getattr(passage, "chunk_index", 0)
+        return self.links.url(self.base_url, collection, passage.source, index)
 
     @property
     def finish_reason(self) -> str:
@@ -131,6 +134,8 @@ class Reply:
             fields["warning"] = warning
         if self.routing is not None:
             fields["routing"] = self.routing
+        if self.retrieval is not None:
+            fields["retrieval"] = self.retrieval
         return fields
 
     def close(self) -> None:
@@ -149,11 +154,13 @@ def start_reply(
     format_param: str = "response_format",
     filters: Filters | None = None,
     base_url: str | None = None,
+    links: PassageLinks | None = None,
 ) -> Reply:
     """Route `model` to a collection (or let `auto` choose), retrieve for the conversation with
-    `filters` and start the answer (`options` go to the LLM as sent); the sources footer links to
-    the console under `base_url`. A retrieval-free model (`<c>:llm`) or a client's task prompt
-    (rag_api.openai_compat.tasks) is answered without retrieval."""
+    `filters` and start the answer (`options` go to the LLM as sent); the sources footer links
+    each cited passage to its page under `base_url`, signed by `links`. A retrieval-free model
+    (`<c>:llm`) or a client's task prompt (rag_api.openai_compat.tasks) is answered without
+    retrieval."""
     filters = filters or Filters()
     task = task_prompt(conversation.question)
     direct = direct_collection(hub, model)
@@ -173,8 +180,11 @@ def start_reply(
     to = target(hub, model)
     if to.collection is not None:  # a named collection's limits refuse before the search
         check_support(hub, to.collection, options or Options(), format_param, temperature)
-    query = SearchRequest(query=retrieval_query(conversation, _reader(hub, to, conversation)))
-    found = search_target(hub, to, filters.applied(query))
+    found, retrieval = condensed_search(
+        conversation,
+        _reader(hub, to, conversation),
+        lambda text: search_target(hub, to, filters.applied(SearchRequest(query=text))),
+    )
     collection, passages, warning = found.answering, found.passages, found.warning
     routing = found.routing.as_dict() if found.routing is not None else None
     language = found.routed_language
@@ -195,7 +205,18 @@ def start_reply(
         after=conversation.after,
     )
     structured = options is not None and options.response_format is not None
-    return Reply(model, collection, start, warning, routing, language, structured, base_url)
+    return Reply(
+        model,
+        collection,
+        start,
+        warning,
+        routing,
+        language,
+        structured,
+        base_url,
+        links,
+        retrieval=retrieval.as_dict(),
+    )
 
 
 def _without_retrieval(
@@ -287,22 +308,26 @@ def citations_footer(
     language: str,
     link: Callable[[Cited], str] | None = None,
 ) -> str:
-    """The cited passages' sources (every passage's when the text cites none), grouped by source;
-    with `link`, each source a markdown link to its first cited passage."""
+    """The cited passages' sources (every passage's when the text cites none): plain, grouped by
+    source; with `link`, each passage a markdown link of its own to its page, and the original's
+    own address beside it where its source has one (a web page, a file's web view)."""
     numbers = sorted({int(n) for n in _CITATION.findall(text)} & set(range(1, len(passages) + 1)))
-    by_source: dict[str, list[int]] = {}
-    for n in numbers or range(1, len(passages) + 1):
-        by_source.setdefault(passages[n - 1].source, []).append(n)
-    items = "; ".join(
-        f"[{', '.join(map(str, ns))}] {_named(source, link(passages[ns[0] - 1]) if link else None)}"
-        for source, ns in by_source.items()
+    cited = numbers or range(1, len(passages) + 1)
+    if link is None:
+        by_source: dict[str, list[int]] = {}
+        for n in cited:
+            by_source.setdefault(passages[n - 1].source, []).append(n)
+        items = [f"[{', '.join(map(str, ns))}] {source}" for source, ns in by_source.items()]
+    else:
+        items = [_linked(n, passages[n - 1], link(passages[n - 1])) for n in cited]
+    return f"\n\n{pack(language).sources_label}: {'; '.join(items)}"
+
+
+def _linked(n: int, passage: Cited, url: str) -> str:
+    """`[n] [source](passage page)`, and `[↗](original)` where the source has one."""
+    text = re.sub(r"([\\\[\]])", r"\\\1", passage.source)
+    item = (
+        f"[{n}] [{text}]({url})"  # the url's query and path are percent-encoded: no space, no ")"
     )
-    return f"\n\n{pack(language).sources_label}: {items}"
-
-
-def _named(source: str, url: str | None) -> str:
-    """A source's name, as a markdown link to `url` when there is one."""
-    if url is None:
-        return source
-    text = re.sub(r"([\\\[\]])", r"\\\1", source)
-    return f"[{text}]({url})"  # the url's query and path are percent-encoded: no space, no ")"
+    original = getattr(getattr(passage, "stored", None), "url", None)
+    return f"{item} [↗]({original})" if original else item

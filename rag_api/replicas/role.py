@@ -8,9 +8,11 @@ qdrant-client, which the embedded engine (and every CLI command on it) never imp
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rag_api.access.keys import KeysFile
+from rag_api.access.links import secret_file
 from rag_api.errors import ConfigError, RagError
 from rag_api.openai_compat.stored import ResponseStore
 from rag_api.points.collection import Collection
@@ -93,6 +95,16 @@ class Role:
 
             return SharedStates(self.docs)
         return StateFiles(self.settings.data_dir / "sources")
+
+    def link_secret(self) -> Callable[[], bytes]:
+        """The secret that signs passage links: RAG_LINK_SECRET, else this node's own file, or for
+        replicas the deployment's (a link a reader gave opens on every node)."""
+        s = self.settings
+        if s.replicated and self.docs is not None and not s.link_secret:
+            from rag_api.replicas.shared_links import shared_secret
+
+            return shared_secret(self.docs, makes=s.writes)
+        return secret_file(s.data_dir / "passage-links.key", s.link_secret)
 
     def join(self, collections: list[Collection]) -> None:
         """A reader's collections follow the writer; the writer's publish their writes."""

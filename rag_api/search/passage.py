@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rag_api.payload import StoredChunk
+from rag_api.payload import StoredChunk, chunk_ref
 from rag_api.store import Hit
 
 
@@ -26,13 +26,15 @@ class Passage:
     sparse_rank: int | None = None
     rerank_score: float | None = None
     collection: str | None = None  # set where passages of several collections mix (auto)
+    home: str | None = None  # the collection it was found in (its id's first part)
     vector: list[float] | None = field(default=None, repr=False, compare=False)
     # the payload it was read from (empty for a passage built by hand)
     stored: StoredChunk = field(default_factory=lambda: StoredChunk({}), repr=False, compare=False)
 
     @classmethod
-    def from_hit(cls, hit: Hit) -> Passage:
-        """The passage of a search hit, read through the payload schema."""
+    def from_hit(cls, hit: Hit, home: str | None = None) -> Passage:
+        """The passage of a search hit in the collection `home`, read through the payload
+        schema."""
         stored = StoredChunk(hit.payload)
         return cls(
             id=hit.id,
@@ -48,10 +50,18 @@ class Passage:
             sparse_rank=hit.sparse_rank,
             vector=hit.dense,
             stored=stored,
+            home=home,
         )
+
+    @property
+    def ref(self) -> str | None:
+        """Its id wherever a client meets it: `collection:source#chunk_index`."""
+        home = self.collection or self.home
+        return chunk_ref(home, self.source, self.chunk_index) if home else None
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            **({"id": self.ref} if self.ref else {}),
             "source": self.source,
             "chunk_index": self.chunk_index,
             "score": round(self.score, 6),

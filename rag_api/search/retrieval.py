@@ -114,7 +114,7 @@ def search(collection: Collection, request: SearchRequest) -> SearchOutcome:
     else:
         hits = _above(collection.search(target, spec), mode, threshold)
     timings["search"] = _ms(started)
-    passages = [Passage.from_hit(hit) for hit in hits]
+    passages = [Passage.from_hit(hit, collection.name) for hit in hits]
     warning = None
     if reranker is not None:
         started = time.perf_counter()

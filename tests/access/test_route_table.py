@@ -26,6 +26,8 @@ STORED = "/responses/resp_" + "d0c5" * 8  # a stored response made against docs 
 #   report: any reading key (its answer is a report, never a 403/404)
 ROUTES: dict[tuple[str, str], tuple[str, str, Any]] = {
     ("GET", "/health"): ("public", "/health", None),
+    # the link is the authorisation (rag_api.access.links): no key; this one is not a link
+    ("GET", "/passages/{token}"): ("public", "/passages/not-a-link", None),
     ("GET", "/ready"): ("public", "/ready", None),
     ("GET", "/collections"): ("listing", "/collections", None),
     ("POST", "/query/{collection}"): (

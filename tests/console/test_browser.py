@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import httpx
@@ -144,22 +145,62 @@ def test_an_answer_s_markdown_is_rendered_safely_and_every_page_has_its_icon(
     assert missing == []
 
 
-def test_a_source_link_of_an_openai_answer_opens_the_cited_chunk_marked(
-    tmp_path: Path, hub_process, page
+def test_a_citation_link_opens_its_passage_without_a_key_and_nothing_else(
+    tmp_path: Path, hub_process, browser, page
 ) -> None:
-    entry = hash_collection(kb_folder(tmp_path))
-    hub = hub_process(write_config(tmp_path / "collections.yaml", {"policies": entry}))
-    hub.wait_sources("policies", ["faq.md", "handbook.md"])
-    body = {
-        "model": "policies",
-        "messages": [{"role": "user", "content": "Where do visitors park?"}],
-    }
-    reply = httpx.post(hub.url + "/v1/chat/completions", json=body, timeout=30).json()
-    text = reply["choices"][0]["message"]["content"]
-    link = re.search(r"\[handbook\.md\]\((\S+)\)", text).group(1)
+    kb = kb_folder(tmp_path)
+    parking = [f"Level {n} of the garage is for {who}." for n, who in enumerate(WHO, 1)]
+    (kb / "handbook.md").write_text("## Parking\n\n" + "\n\n".join(parking) + "\n")
+    entry = hash_collection(kb, chunking={"size": 64, "overlap": 0})  # a chunk per level
+    config = write_config(tmp_path / "collections.yaml", {"policies": entry})
+    hub = hub_process(config, RAG_API_KEY=READER, RAG_ADMIN_API_KEY=ADMIN, RAG_LINK_TTL="12s")
+    hub.wait_sources("policies", ["faq.md", "handbook.md"], READER)
+    body = {"model": "policies", "messages": [{"role": "user", "content": "Who parks on level 3?"}]}
+    with hub.client(READER) as http:
+        reply = http.post("/v1/chat/completions", json=body).json()
+        made = time.monotonic()
+    links = dict(
+        re.findall(
+            r"\[(\d+)\] \[handbook\.md\]\((\S+?)\)", reply["choices"][0]["message"]["content"]
+        )
+    )
+    number, link = next(
+        (int(n), url)
+        for n, url in links.items()
+        if "Level 3" in reply["sources"][int(n) - 1]["text"]
+    )
+    cited = reply["sources"][number - 1]
+    assert cited["chunk_index"] > 0  # not the document's first chunk
 
-    page.goto(link)
-    cited = page.locator("#chunks li.cited")
-    expect(cited).to_have_count(1)
-    expect(cited).to_contain_text("visitors use level one")
-    expect(page.locator("#chunks-source")).to_have_text("handbook.md")
+    stranger = browser.new_context()  # another tab's, another browser's: no key at all
+    tab = stranger.new_page()
+    tab.goto(link)
+    expect(tab.locator("#passage-text")).to_have_text(cited["text"])
+    expect(tab.locator("#passage")).to_have_attribute("data-id", cited["id"])
+    expect(tab.locator("#passage-before")).to_contain_text("Level 2")  # its neighbours
+    expect(tab.locator("#passage-after")).to_contain_text("Level 4")
+    javascript_off = httpx.get(link)  # curl: the same passage, server-rendered
+    assert "Level 3 of the garage" in javascript_off.text
+
+    altered = link[:-3] + ("AAA" if not link.endswith("AAA") else "BBB")
+    tab.goto(altered)
+    expect(tab.locator("#refusal")).to_have_attribute("data-code", "LINK_INVALID")
+    expect(tab.locator("#passage")).to_have_count(0)
+    time.sleep(max(0.0, 13 - (time.monotonic() - made)))
+    tab.goto(link)
+    expect(tab.locator("#refusal")).to_have_attribute("data-code", "LINK_EXPIRED")
+    assert "Level 3" not in tab.content()
+    stranger.close()
+
+    page.goto(hub.url + "/console/keys")  # the console, with a key, marks the cited chunk
+    page.fill("#key-input", READER)
+    page.click("#key-form button[type=submit]")
+    page.goto(
+        hub.url + f"/console/collections/policies?source=handbook.md#chunk-{cited['chunk_index']}"
+    )
+    marked = page.locator("#chunks li.cited")
+    expect(marked).to_have_count(1)
+    expect(marked).to_contain_text("Level 3 of the garage")
+
+
+WHO = ["staff", "visitors", "delivery vans", "bicycles", "electric cars"]

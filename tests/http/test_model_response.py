@@ -88,7 +88,7 @@ def test_a_query_answer_keeps_the_model_order_and_adds_no_unset_key(live) -> Non
     ]  # no `warning`, no `routing`: nothing set them
     assert len(answer["sources"]) > 1
     assert all("collection" not in source for source in answer["sources"])
-    assert list(answer["sources"][0])[:4] == ["source", "chunk_index", "score", "text"]
+    assert list(answer["sources"][0])[:5] == ["id", "source", "chunk_index", "score", "text"]
 
 
 def test_an_answer_holds_only_what_it_declares() -> None:

@@ -233,7 +233,7 @@ def test_the_guides_curl_examples_in_order(pipeline: Pipeline) -> None:
     )
     assert updated["updated"] == 1
     assert updated["chunk"] | {"text": None} == {
-        **{k: note[k] for k in ("index", "source", "chunk_index", "is_dynamic")},
+        **{k: note[k] for k in ("id", "index", "source", "chunk_index", "is_dynamic")},
         "metadata": new_metadata,
         "text": None,
         "score": None,

@@ -48,6 +48,7 @@ def test_results_show_their_labels(labelled) -> None:
     results = post(labelled, "/v1/rag/search", filters={"min_quality": 0})["results"]
     by_source = {r["source"]: r for r in results}
     assert by_source["scan.md"] | {"text": "", "score": 0} == {
+        "id": "docs:scan.md#0",  # the chunk's id everywhere (collection:source#chunk_index)
         "text": "",
         "source": "scan.md",
         "score": 0,

@@ -1,6 +1,7 @@
 """The OpenAI API tests' live hub: the kb of tests/support/openai_support.py indexed into `docs`
 (citations on) and `quiet` (citations off) beside a disabled `off`, extractive answers; one per
-test module."""
+test module. `shipped`: the repository's own `docs` and `soporte` on their kb folders, as
+collections.yaml ships them (real MiniLM and e5), one per test session."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import openai
 import pytest
 
 from rag_api.settings import Settings
-from tests.conftest import hash_collection, write_config
+from tests.conftest import REPO, hash_collection, repo_yaml, write_config
 from tests.support.openai_support import start_indexed, write_kb
 
 
@@ -32,3 +33,19 @@ def server(tmp_path_factory):
 @pytest.fixture(scope="module")
 def client(server) -> openai.OpenAI:
     return openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
+
+
+@pytest.fixture(scope="session")
+def shipped(tmp_path_factory):
+    root = tmp_path_factory.mktemp("shipped")
+    collections = repo_yaml("collections.yaml")["collections"]
+    names = ("docs", "soporte")
+    config = write_config(
+        root / "collections.yaml",
+        {name: {**collections[name], "kb": str(REPO / "kb" / name)} for name in names},
+    )
+    settings = Settings(config=config, data_dir=root / "data", ollama_url="http://127.0.0.1:9")
+    hub, live = start_indexed(settings, *names)
+    yield live
+    live.stop()
+    hub.close()

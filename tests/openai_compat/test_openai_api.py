@@ -4,6 +4,7 @@ answers, streams, model routing (the error answers: test_openai_errors.py)."""
 from __future__ import annotations
 
 import asyncio
+import html
 import re
 
 import httpx
@@ -30,8 +31,8 @@ RESPONSE_EVENTS = [
 ]
 
 
-# the footer: each source a link to the console's view of its document, at the cited chunk
-FOOTER = r"\n\nSources: \[1\] \[{source}\]\(http://127\.0\.0\.1:\d+/console/collections/docs\?source={source}#chunk-\d+\)"
+# the footer: each cited passage a link to its page, signed (it opens without a key)
+FOOTER = r"\n\nSources: \[1\] \[{source}\]\(http://127\.0\.0\.1:\d+/passages/p1\.[\w-]+\.[\w-]+\)"
 
 
 def assert_grounded(text: str, source: str = "billing.md") -> None:
@@ -53,18 +54,17 @@ def test_models_are_the_enabled_collections(server, client):
     assert info.value.code == "model_not_found"
 
 
-def test_each_source_in_the_footer_links_to_the_console_view_of_its_cited_chunk(server, client):
-    text = client.chat.completions.create(model="docs", messages=ask(REFUND)).choices[0]
-    link = re.search(r"\[billing\.md\]\((\S+)\)$", text.message.content).group(1)
-    assert link.startswith(server.url + "/console/collections/docs?source=billing.md#chunk-")
-    listed = httpx.get(
-        server.url + "/v1/rag/chunks",
-        params={"collection": "docs", "source_exact": "billing.md", "include_text": "true"},
-    ).json()["items"]
-    cited = next(chunk for chunk in listed if REFUND_SENTENCE in chunk["text"])
-    assert link.endswith(f"#chunk-{cited['index']}")
-    page = httpx.get(link)  # the console's page of the collection opens it
+def test_each_cited_passage_in_the_footer_links_to_its_page(server, client):
+    reply = client.chat.completions.create(model="docs", messages=ask(REFUND))
+    link = re.search(r"\[billing\.md\]\((\S+)\)$", reply.choices[0].message.content).group(1)
+    assert link.startswith(server.url + "/passages/")
+    cited = reply.model_extra["sources"][0]
+    assert cited["id"] == f"docs:billing.md#{cited['chunk_index']}"
+    page = httpx.get(link)  # no key, no JavaScript: the passage itself
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    assert REFUND_SENTENCE in page.text and cited["id"] in page.text
+    console = f"/console/collections/docs?source=billing.md#chunk-{cited['chunk_index']}"
+    assert html.escape(console) in page.text
 
 
 def test_chat_completion(server, client):

@@ -6,10 +6,11 @@ import pytest
 
 from rag_api.embedding.bm25 import sparse_encoder
 from rag_api.errors import InvalidRequest
-from rag_api.openai_compat.condense import is_follow_up
+from rag_api.openai_compat.condense import read_question
 from rag_api.openai_compat.conversation import from_chat, from_responses
 from rag_api.openai_compat.models import ChatMessage
 from rag_api.openai_compat.reply import citations_footer
+from rag_api.payload import StoredChunk
 from rag_api.search.passage import Passage
 
 
@@ -104,7 +105,8 @@ def test_malformed_input_names_the_bad_part(items, param):
     ],
 )
 def test_follow_up_detection(language, question, expected):
-    assert is_follow_up(question, language, sparse_encoder(language)) is expected
+    read = read_question(question, language, sparse_encoder(language))
+    assert (read.reading != "own") is expected  # dependent, or searched both ways
 
 
 def test_citations_footer_lists_cited_sources_grouped():
@@ -116,10 +118,20 @@ def test_citations_footer_lists_cited_sources_grouped():
     assert citations_footer("nothing cited", passages, "es") == "\n\nFuentes: [1, 3] a.md; [2] b.md"
 
 
-def test_with_a_link_each_footer_source_is_a_markdown_link_to_its_first_cited_passage():
+def test_with_a_link_each_cited_passage_is_a_markdown_link_of_its_own():
     passages = [
         Passage(str(n), source, 0, 1.0, "text", {})
         for n, source in enumerate(["a.md", "notes [draft].md", "a.md"], 1)
     ]
-    footer = citations_footer("x [3] y [2]", passages, "en", link=lambda p: f"https://h/{p.id}")
-    assert footer == "\n\nSources: [2] [notes \\[draft\\].md](https://h/2); [3] [a.md](https://h/3)"
+    footer = citations_footer("x [3] y [2] [1]", passages, "en", link=lambda p: f"https://h/{p.id}")
+    assert footer == (
+        "\n\nSources: [1] [a.md](https://h/1); [2] [notes \\[draft\\].md](https://h/2); "
+        "[3] [a.md](https://h/3)"  # two passages of one document: two links
+    )
+
+
+def test_a_passage_whose_source_has_its_own_address_shows_it_beside_its_link():
+    stored = StoredChunk({"source": "help:https://x.org/a", "url": "https://x.org/a"})
+    passage = Passage("1", "help:https://x.org/a", 0, 1.0, "text", {}, stored=stored)
+    footer = citations_footer("x [1]", [passage], "en", link=lambda p: "https://h/p")
+    assert footer == "\n\nSources: [1] [help:https://x.org/a](https://h/p) [↗](https://x.org/a)"

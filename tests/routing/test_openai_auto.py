@@ -32,8 +32,8 @@ def test_chat_with_auto_answers_from_the_collection_it_chose(routed_hub: LiveSer
     assert extra["sources"][0]["collection"] == "soporte"
     text = reply.choices[0].message.content
     assert text.startswith("Según la base de conocimientos:") and "5 días hábiles" in text
-    assert "Fuentes: [1] [devoluciones.md](" in text
-    assert "/console/collections/soporte?source=devoluciones.md#chunk-" in text
+    assert "Fuentes: [1] [devoluciones.md](" in text and "/passages/p1." in text
+    assert extra["sources"][0]["id"].startswith("soporte:devoluciones.md#")
 
 
 def test_responses_stream_with_auto_carries_the_routing(routed_hub: LiveServer) -> None:

@@ -190,7 +190,7 @@ function chunkItem(chunk, rank, total) {
   const label = `Chunk ${rank + 1} of ${total}`;
   const position = POSITION_KEYS.filter((k) => k in chunk.metadata).map((k) => el("span", { class: "badge where" }, `${k} ${chunk.metadata[k]}`));
   const other = Object.entries(chunk.metadata).filter(([k]) => !POSITION_KEYS.includes(k) && !LABEL_KEYS.includes(k)).map(([k, v]) => el("span", { class: "badge" }, `${k}: ${v}`));
-  const item = el("li", { class: "chunk", id: chunk.index === null ? null : `chunk-${chunk.index}`, dataset: { index: chunk.index ?? "" } },
+  const item = el("li", { class: "chunk", id: `chunk-${chunk.chunk_index}`, dataset: { index: chunk.index ?? "" } },
     el("div", { class: "chunk-head" },
       el("strong", { title: chunk.index === null ? null : `index ${chunk.index} in the collection` }, label), " · ",
       el("span", { class: "badge" + (chunk.is_dynamic ? " api" : "") }, ORIGINS[chunk.origin] || "from the kb file"),
@@ -361,7 +361,8 @@ function setUpDropZone() {
   });
 }
 
-/* An answer's sources link here as ?source=<document>#chunk-<index>: that document's chunks,
+/* A passage page links here as ?source=<document>#chunk-<n> (n: the chunk's place in its
+   document, the #n of its id collection:source#n): that document's chunks,
    the cited one marked and scrolled to. */
 async function showLinkedChunk() {
   const source = new URLSearchParams(location.search).get("source");

@@ -77,6 +77,7 @@ async def chat_completions(
         "response_format",
         body.filters,
         public_base(request, hub),
+        hub.links,
     )
     if body.stream:
         events = chat.completion_chunks(reply, body.include_usage)
@@ -112,6 +113,7 @@ async def create_response(
         "text.format",
         body.filters,
         public_base(request, hub),
+        hub.links,
     )
     keep = None
     if body.store is not False and stored.enabled:

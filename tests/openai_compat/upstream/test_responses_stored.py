@@ -72,11 +72,14 @@ def test_a_follow_up_is_retrieved_with_the_stored_question(tmp_path, upstreams):
         client = sdk(live)
         first = client.responses.create(model="plain", input="How long do refunds take to arrive?")
         follow = client.responses.create(
-            model="plain", previous_response_id=first.id, input="and to the card?"
+            model="plain", previous_response_id=first.id, input="and does it reach the card?"
         )
-        alone = client.responses.create(model="plain", input="and to the card?")
     assert follow.model_extra["sources"][0]["source"] == "billing.md"
-    assert follow.model_extra["sources"] != alone.model_extra["sources"]
+    assert follow.model_extra["retrieval"] == {
+        "query": "How long do refunds take to arrive?\nand does it reach the card?",
+        "follow_up": "merged",
+        "why": "'it' points back to the previous question",
+    }
 
 
 def test_store_false_delete_and_unknown_ids(tmp_path, upstreams):
