@@ -48,11 +48,19 @@ class Unauthorized(RagError):
     status = 401
 
 
+class NotFound(RagError):
+    """A page or document the hub does not have (an OAuth metadata document without a provider)."""
+
+    code = "NOT_FOUND"
+    status = 404
+
+
 class Forbidden(RagError):
     """A known key that may not do this: the reader key asking for a write."""
 
     code = "FORBIDDEN"
     status = 403
+    scope: str | None = None  # what an access token lacks (rag:write:docs), for its challenge
 
 
 class CollectionNotFound(RagError):

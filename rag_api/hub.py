@@ -18,6 +18,7 @@ from typing import Self
 
 from rag_api.access.keyring import Keyring
 from rag_api.access.links import PassageLinks
+from rag_api.access.tokens import oidc_of
 from rag_api.answering.service import Queries
 from rag_api.catalog import Catalog
 from rag_api.config import HubConfig
@@ -41,8 +42,8 @@ class Hub(Catalog):
         # all, writer or reader: where shared state lives, and who writes (docs/scaling.md)
         self.role = Role(settings, store)
         self.role.join(list(self.collections.values()))
-        # who may do what: global and scoped keys
-        self.keyring = Keyring(settings, self.role.keys())
+        # who may do what: global and scoped keys, and an identity provider's access tokens
+        self.keyring = Keyring(settings, self.role.keys(), oidc_of(settings, config.access))
         # citations' passage links, signed with this node's secret or the deployment's
         self.links = PassageLinks(self.role.link_secret(), settings.link_ttl_s)
         self.generation = GenerationPool(settings.max_generations)  # where LLM work runs
@@ -69,12 +70,13 @@ class Hub(Catalog):
             self.marker.recovered()
 
     def start(self, watch: bool = False) -> Self:
-        """Start the upload queue, the sources' schedule and, with `watch`, the folder watcher
-        (`serve --watch`); a reader starts none (its writes go to the writer), a writer first
-        takes the lease."""
+        """Start the keys' refresh, the upload queue, the sources' schedule and, with `watch`,
+        the folder watcher (`serve --watch`); a reader starts only the refreshes of what it
+        follows (its writes go to the writer), a writer first takes the lease."""
+        self.keyring.start()  # the keys re-read off the requests
+        self.role.start(list(self.collections.values()))
         if not self.settings.writes:
             return self
-        self.role.start(list(self.collections.values()))
         self.links.secret()  # made now: a reader's first link must find the writer's
         if watch and self.watcher is None:
             self.watcher = Watcher(self).start()
@@ -94,6 +96,7 @@ class Hub(Catalog):
         if watcher is not None:
             watcher.stop()
         self.role.stop()
+        self.keyring.stop()
 
     def close(self) -> None:
         self.stop()

@@ -57,6 +57,10 @@ class Settings(BaseSettings):
     # RAG_ADMIN_API_KEY for operations and RAG_API_KEY (else the admin key) for reads
     key: str | None = None
     keys_file: Path | None = None  # scoped keys (`rag-hub keys`); default: data_dir/keys.json
+    # an identity provider whose access tokens the hub accepts (collections.yaml's access.oidc
+    # says the rest; these set or override its issuer and audience)
+    oidc_issuer: str | None = None
+    oidc_audience: str | None = None
     # bad keys one client may send within a minute before it is refused (429) for the rest of it
     auth_failures: int = Field(default=10, gt=0)
     max_body_bytes: int = 1024 * 1024
@@ -157,6 +161,8 @@ class Settings(BaseSettings):
         "admin_api_key",
         "key",
         "writer_url",
+        "oidc_issuer",
+        "oidc_audience",
         mode="before",
     )
     @classmethod

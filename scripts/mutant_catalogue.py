@@ -39,6 +39,7 @@ THROTTLE = (
 )
 KEPT_COUNTS = "tests/store/test_kept_counts.py::"
 SOURCES_WEB = "tests/sources/test_web.py::"
+OIDC = "tests/access/test_oidc.py::"
 AUDITED = (
     "tests/access/test_audit.py::"
     "test_each_write_route_logs_one_audit_line_naming_route_key_and_collection"
@@ -591,6 +592,37 @@ MUTANTS = [
         (
             "tests/mcp/test_mcp_stdio.py::"
             "test_a_key_has_the_same_scope_whether_a_hub_runs_or_not[in-process]",
+        ),
+    ),
+    Mutant(
+        "tokens: an algorithm outside the allow-list is tried (HMAC with a public key)",
+        "rag_api/access/tokens.py",
+        "        if algorithm not in self.cfg.algorithms:",
+        "        if False:",
+        (OIDC + "test_every_bad_token_is_a_clear_401_that_writes_nothing",),
+    ),
+    Mutant(
+        "tokens: a token's grant is its last matching rule's, not the union",
+        "rag_api/access/claims.py",
+        "                read |= set(rule.read)",
+        "                read = set(rule.read)",
+        (OIDC + "test_a_tokens_grant_is_the_union_of_every_rule_it_matches",),
+    ),
+    Mutant(
+        "tokens: a refused token does not count toward the failed-credential limit",
+        "rag_api/access/keyring.py",
+        '            audit_log.warning("refused a token from %s: %s", client, exc.message)\n'
+        "            self._failed(client)",
+        '            audit_log.warning("refused a token from %s: %s", client, exc.message)',
+        (OIDC + "test_bad_tokens_count_toward_the_failed_credential_limit",),
+    ),
+    Mutant(
+        "readers: a request re-reads the keys document itself, though a thread renews it",
+        "rag_api/access/keyring.py",
+        "            self._refresher is not None or time.monotonic() - self._checked < RELOAD_S",
+        "            time.monotonic() - self._checked < RELOAD_S",
+        (
+            "tests/replicas/test_renewal.py::test_a_readers_requests_never_read_the_system_collection",
         ),
     ),
 ]

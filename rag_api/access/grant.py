@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from contextvars import ContextVar
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from typing import Any, Literal
 
 Op = Literal["read", "write"]
@@ -31,13 +32,20 @@ class Principal:
 
     def may(self, op: Op, collection: str) -> bool:
         """A writer may also read what it writes."""
-        writes = EVERY in self.write or collection in self.write
+        writes = _names(collection, self.write)
         if op == "write":
             return writes
-        return writes or EVERY in self.read or collection in self.read
+        return writes or _names(collection, self.read)
 
     def reads_anything(self) -> bool:
         return bool(self.read or self.write)
+
+
+def _names(collection: str, scope: frozenset[str]) -> bool:
+    """Whether `scope` names `collection`: itself, `*`, or a pattern (`team-*`: a token's)."""
+    if EVERY in scope or collection in scope:
+        return True
+    return any(fnmatchcase(collection, name) for name in scope if "*" in name or "?" in name)
 
 
 # when no key is configured at all: everything is open (the start line says so)

@@ -12,16 +12,21 @@ import time
 from collections import deque
 from pathlib import Path
 
-from rag_api.access.grant import EVERY, OPEN, Principal
+from rag_api.access.claims import principal_of
+from rag_api.access.grant import EVERY, OPEN, Principal, audit_log
 from rag_api.access.keys import Key, KeysFile, key_id_of, now, verify
+from rag_api.access.tokens import TokenRefused, Tokens, looks_like_jwt
 from rag_api.atomic import write_atomically
+from rag_api.config.access import OidcConfig
 from rag_api.errors import RagError
 from rag_api.settings import Settings
 
+log = logging.getLogger("rag_api.access.keyring")
 WINDOW_S = 60.0  # the window of RAG_AUTH_FAILURES
 RELOAD_S = 1.0  # how often the keys file's stat is looked at
 USAGE_FLUSH_S = 60.0
 ALL = frozenset({EVERY})
+TOKENS_KEPT = 10_000  # tokens whose check is remembered (until they expire): the newest
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
@@ -50,8 +55,16 @@ def global_principals(settings: Settings) -> list[tuple[str, Principal]]:
 
 
 class Keyring:
-    def __init__(self, settings: Settings, file: KeysFile | None = None) -> None:
+    """The hub's keys and, with `oidc`, the access tokens of an identity provider: a value that
+    is a JWT is checked as a token, anything else looked up as a key."""
+
+    def __init__(
+        self, settings: Settings, file: KeysFile | None = None, oidc: OidcConfig | None = None
+    ) -> None:
         self.globals = global_principals(settings)
+        self.oidc = oidc
+        self.tokens = Tokens(oidc) if oidc is not None else None
+        self._seen_tokens: dict[bytes, tuple[Principal, float]] = {}  # sha256 -> (who, until)
         self.failures = settings.auth_failures
         self.file = file or KeysFile(settings.keys_path)  # replicas: the copy in Qdrant
         self.usage_path = settings.keys_path.with_name(settings.keys_path.name + ".usage")
@@ -63,14 +76,38 @@ class Keyring:
         self._failures: dict[str, deque[float]] = {}
         self._used: dict[str, str] = {}
         self._flushed = time.monotonic()
+        self._refresher: threading.Thread | None = None  # running: requests never re-read
+        self._stopping = threading.Event()
         self._reload(force=True)
+
+    def start(self) -> Keyring:
+        """Re-read the keys in a thread of their own every RELOAD_S, so no request waits for it
+        (with replicas the keys are a Qdrant document: a round trip)."""
+        if self._refresher is None:
+            self._stopping.clear()
+            self._refresher = threading.Thread(target=self._refresh, name="rag-keys", daemon=True)
+            self._refresher.start()
+        return self
+
+    def stop(self) -> None:
+        refresher, self._refresher = self._refresher, None
+        if refresher is not None:
+            self._stopping.set()
+            refresher.join(5.0)
+
+    def _refresh(self) -> None:
+        while not self._stopping.wait(RELOAD_S):
+            try:
+                self._reload(force=False, due=True)
+            except RagError as exc:  # the keys as they were until the next look
+                log.warning("keys not re-read: %s", exc.message)
 
     @property
     def guarded(self) -> bool:
         """Whether any key was ever set: then no route is open (revoking or expiring the last
         scoped key closes the hub rather than opening it; deleting the keys file opens it)."""
         self._reload()
-        return bool(self.globals or self._keys or self.file.closed)
+        return bool(self.globals or self._keys or self.file.closed or self.tokens)
 
     def scoped_keys(self) -> int:
         self._reload()
@@ -93,6 +130,8 @@ class Keyring:
                 said.append(f"{principal.name} reads every collection")
         if count := self.scoped_keys():
             said.append(f"{count} scoped key(s) from {self.file} as their scopes say")
+        if self.oidc is not None:
+            said.append(f"access tokens of {self.oidc.issuer} as their claims say")
         return (
             logging.INFO,
             "access: "
@@ -110,6 +149,10 @@ class Keyring:
         for secret, principal in self.globals:
             if hmac.compare_digest(token.encode(), secret.encode()):
                 return principal
+        if self.tokens is not None:
+            seen = self._seen_tokens.get(hashlib.sha256(token.encode()).digest())
+            if seen is not None and seen[1] > time.time():
+                return seen[0]
         key_id = key_id_of(token)
         key = self._keys.get(key_id) if key_id else None
         known = self._known.get(hashlib.sha256(token.encode()).digest())
@@ -126,10 +169,32 @@ class Keyring:
         found = self.known(token)
         if found is not None or token is None:
             return found
+        if self.tokens is not None and looks_like_jwt(token):
+            return self._token(token, client)
         found = self._scoped(token, client)
         if found is None:
             self._failed(client)
         return found
+
+    def _token(self, token: str, client: str) -> Principal:
+        """Who an access token is (its check remembered until it expires, or the provider's keys
+        would be fetched again); TokenRefused, counted as a bad key, when it is not accepted;
+        Forbidden when its claims grant nothing."""
+        assert self.tokens is not None and self.oidc is not None
+        self._refuse_if_failing(client)
+        try:
+            claims = self.tokens.claims(token)
+        except TokenRefused as exc:
+            audit_log.warning("refused a token from %s: %s", client, exc.message)
+            self._failed(client)
+            raise
+        principal = principal_of(claims, self.oidc)
+        until = min(float(claims["exp"]), time.time() + self.oidc.jwks_cache_s)
+        with self._lock:
+            if len(self._seen_tokens) >= TOKENS_KEPT:
+                self._seen_tokens.pop(next(iter(self._seen_tokens)))
+            self._seen_tokens[hashlib.sha256(token.encode()).digest()] = (principal, until)
+        return principal
 
     def _scoped(self, token: str, client: str) -> Principal | None:
         key_id = key_id_of(token)
@@ -175,9 +240,12 @@ class Keyring:
         if used:
             write_atomically(self.usage_path, json.dumps(used, indent=2) + "\n", durable=False)
 
-    def _reload(self, force: bool = False) -> None:
-        """Re-read the keys when their stamp changed (looked at once a second at most)."""
-        if not force and time.monotonic() - self._checked < RELOAD_S:
+    def _reload(self, force: bool = False, due: bool = False) -> None:
+        """Re-read the keys when their stamp changed (looked at once a second at most; on the
+        request path only while no refresher runs)."""
+        if not (force or due) and (
+            self._refresher is not None or time.monotonic() - self._checked < RELOAD_S
+        ):
             return
         self._checked = time.monotonic()
         stat = self.file.stamp()

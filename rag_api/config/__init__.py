@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from rag_api.config.access import AccessConfig
 from rag_api.config.sources import SourceConfig, unique_names
 
 # the one YAML reader, re-exported: collections.yaml and its edits (rag_api.ops.config) use it
@@ -286,6 +287,8 @@ class HubConfig(Strict):
     default_collection: str
     unknown_model: Literal["default", "error", "auto"] = "default"
     router: RouterConfig = RouterConfig()
+    # who may use the hub besides its own keys: an identity provider's tokens (docs/security.md)
+    access: AccessConfig = AccessConfig()
     collections: dict[str, CollectionConfig] = Field(min_length=1)
     path: Path | None = Field(default=None, exclude=True)
 

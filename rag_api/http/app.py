@@ -13,6 +13,7 @@ from fastapi_offline import FastAPIOffline
 
 from rag_api import version
 from rag_api.console import views as console
+from rag_api.http import oauth
 from rag_api.http.endpoints import (
     admin,
     backups,
@@ -128,6 +129,7 @@ def create_app(
         uploads.router,
         sources.router,
         passages.router,
+        oauth.router,
         jobs.router,
         evaluation.router,
         overview.router,

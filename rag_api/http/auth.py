@@ -14,6 +14,7 @@ import anyio
 from fastapi import Depends, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from rag_api.access.claims import TOKEN
 from rag_api.access.grant import Grant, Op, Principal, current
 from rag_api.errors import CollectionNotFound, Forbidden, Unauthorized
 from rag_api.http.deps import KeyringDep
@@ -63,20 +64,37 @@ def authorize(request: Request, principal: Principal | None, op: Op, admin: bool
             "a write scope (Authorization: Bearer <key>)"
         )
     if admin and not principal.admin:
-        raise Forbidden("this key may not run operations: use RAG_ADMIN_API_KEY or an admin key")
+        raise _refused(
+            principal,
+            "this key may not run operations: use RAG_ADMIN_API_KEY or an admin key",
+            "rag:ops",
+        )
     if op == "write" and not principal.write:
-        raise Forbidden(
+        raise _refused(
+            principal,
             "this key cannot change the knowledge base: use RAG_ADMIN_API_KEY or a key with a "
-            "write scope"
+            "write scope",
+            "rag:write:*",
         )
     if not principal.reads_anything():
-        raise Forbidden("this key may not read any collection")
+        raise _refused(principal, "this key may not read any collection", "rag:read:*")
     name = request.path_params.get("collection")
     if name is not None and name != _router(request) and not principal.may(op, name):
         if not principal.may("read", name):
             raise CollectionNotFound(name)
-        raise Forbidden(f"this key may read '{name}' but not change it")
+        raise _refused(
+            principal, f"this key may read '{name}' but not change it", f"rag:write:{name}"
+        )
     current.set(Grant(principal, op, route_of(request)))
+
+
+def _refused(principal: Principal, message: str, scope: str) -> Forbidden:
+    """A 403; for an access token, one that says the scope it lacks (`insufficient_scope`)."""
+    if not principal.id.startswith(TOKEN):
+        return Forbidden(message)
+    refused = Forbidden(message.replace("this key", "this token") + f" (it needs {scope})")
+    refused.scope = scope
+    return refused
 
 
 def route_of(request: Request) -> str | None:

@@ -14,6 +14,7 @@ from starlette.routing import BaseRoute, Match
 from starlette.types import Scope
 
 from rag_api.errors import RagError
+from rag_api.http.oauth import challenge
 from rag_api.http.openai_errors import UNKNOWN_OPENAI_PATH, Headers, app_routes
 from rag_api.observability.request_context import request_id
 
@@ -100,7 +101,8 @@ def rag_error_response(request: Request, exc: RagError) -> JSONResponse:
     """A domain error of `request`, in its route's shape (a server-side one is logged)."""
     if exc.status >= 500:
         log.warning("%s %s -> %s: %s", request.method, request.url.path, exc.code, exc.message)
-    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else exc.headers
+    offer = challenge(request, exc)  # a 401's, or a token's insufficient scope
+    headers = {**(exc.headers or {}), "WWW-Authenticate": offer} if offer else exc.headers
     return render_error(
         request.scope, exc.status, exc.code, exc.message, param=exc.param, headers=headers
     )

@@ -40,6 +40,9 @@ from rag_api.store import (
 
 log = logging.getLogger("rag_api.points.collection")
 INFO_TTL_S = 1.0  # another process (a migration on a server) may move the alias
+# a reader's look-ups are renewed in the background (rag_api.replicas.pointers.Following); a
+# request looks up itself only when the last one is older than this (the renewal stopped)
+FOLLOWED_STALE_S = 2.0
 EVERYTHING = Selector()
 
 
@@ -85,6 +88,7 @@ class Collection:
         self.follow: Callable[[str], Published | None] | None = None
         self.publish: Callable[[Collection], None] | None = None
         self.published: tuple[str, int] | None = None  # the version a reader last followed
+        self.renewed = False  # a reader's look-ups renewed by a thread, not by its requests
         self._points_lock.after_write = self._written
 
     @property
@@ -101,9 +105,13 @@ class Collection:
         return self.cfg.embedder.id
 
     def info(self, refresh: bool = False) -> CollectionInfo | None:
-        """The Qdrant collection behind this name (None before the first write), cached briefly."""
+        """The Qdrant collection behind this name (None before the first write), cached briefly
+        (a reader's renewed in the background while `renewed`)."""
         cached = self._info
-        if refresh or cached is None or time.monotonic() - cached[0] > INFO_TTL_S:
+        ttl = INFO_TTL_S
+        if self.renewed:  # a collection the writer has not created yet: its first write is news
+            ttl = FOLLOWED_STALE_S if cached is not None and cached[1] is not None else 0.0
+        if refresh or cached is None or time.monotonic() - cached[0] > ttl:
             switches = self._switches
             cached = (time.monotonic(), self._look_up())
             with self._info_lock:  # a look-up that a switch overtook is not kept

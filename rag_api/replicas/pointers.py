@@ -7,6 +7,7 @@ it as one change (never another model's vectors under the old model), and its ca
 from __future__ import annotations
 
 import logging
+import threading
 import uuid
 
 from rag_api.config import EmbedderConfig
@@ -17,6 +18,7 @@ from rag_api.store.system import SystemDocs
 
 log = logging.getLogger("rag_api.replicas.pointers")
 KIND = "collection"
+RENEW_S = 0.5  # a reader looks at what the writer published this often (the bound is 2 s)
 
 
 class Publisher:
@@ -56,3 +58,39 @@ class Follower:
             EmbedderConfig.model_validate(document["embedder"]),
             (document["version"][0], int(document["version"][1])),
         )
+
+
+class Following:
+    """A reader's renewal of what the writer published, in a thread of its own every RENEW_S: a
+    request reads the last look-up (a Qdrant round trip or two) instead of making it, and the
+    readers still follow within the 2 s bound (docs/scaling.md)."""
+
+    def __init__(self, collections: list[Collection]) -> None:
+        self.collections = collections
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._renew()  # the first look-ups before any request
+        for collection in self.collections:
+            collection.renewed = True
+        self._thread = threading.Thread(target=self._run, name="rag-follow", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for collection in self.collections:
+            collection.renewed = False
+        if self._thread is not None:
+            self._thread.join(5.0)
+
+    def _run(self) -> None:
+        while not self._stop.wait(RENEW_S):
+            self._renew()
+
+    def _renew(self) -> None:
+        for collection in self.collections:
+            try:
+                collection.info(refresh=True)
+            except RagError as exc:  # the last look-up stands; a request retries past its age
+                log.warning("%s: not followed: %s", collection.name, exc.message)

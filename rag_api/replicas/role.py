@@ -22,7 +22,7 @@ from rag_api.store import Store
 
 if TYPE_CHECKING:
     from rag_api.replicas.lease import WriterLease
-    from rag_api.replicas.pointers import Publisher
+    from rag_api.replicas.pointers import Following, Publisher
     from rag_api.store.system import SystemDocs
 
 log = logging.getLogger("rag_api.replicas.role")
@@ -75,6 +75,7 @@ class Role:
         self.docs: SystemDocs | None = getattr(store, "system", None)
         self._lease: WriterLease | None = None
         self._publisher: Publisher | None = None
+        self._following: Following | None = None
 
     def keys(self) -> KeysFile:
         return keys_file(self.settings, self.docs)
@@ -110,12 +111,13 @@ class Role:
         """A reader's collections follow the writer; the writer's publish their writes."""
         if not self.settings.replicated or self.docs is None:
             return
-        from rag_api.replicas.pointers import Follower, Publisher
+        from rag_api.replicas.pointers import Follower, Following, Publisher
 
         if self.name == "reader":
             follower = Follower(self.docs)
             for collection in collections:
                 collection.follow = follower.published
+            self._following = Following(collections)
         else:
             self._publisher = Publisher(self.docs)
             for collection in collections:
@@ -123,7 +125,10 @@ class Role:
 
     def start(self, collections: list[Collection]) -> None:
         """A server that writes a shared deployment takes the writer's lease (refused when another
-        holds it), then publishes where each collection stands."""
+        holds it), then publishes where each collection stands; a reader's server renews what
+        it follows off its requests."""
+        if self._following is not None:
+            self._following.start()
         if not self.settings.writes or self.docs is None:
             return
         from rag_api.replicas.lease import WriterLease
@@ -143,6 +148,9 @@ class Role:
                 self._publisher.publish(collection)
 
     def stop(self) -> None:
+        following, self._following = self._following, None
+        if following is not None:
+            following.stop()
         lease, self._lease = self._lease, None
         if lease is not None:
             lease.release()

@@ -28,6 +28,17 @@ ROUTES: dict[tuple[str, str], tuple[str, str, Any]] = {
     ("GET", "/health"): ("public", "/health", None),
     # the link is the authorisation (rag_api.access.links): no key; this one is not a link
     ("GET", "/passages/{token}"): ("public", "/passages/not-a-link", None),
+    # RFC 9728's metadata, published only with access.oidc (a 404 here)
+    ("GET", "/.well-known/oauth-protected-resource"): (
+        "public",
+        "/.well-known/oauth-protected-resource",
+        None,
+    ),
+    ("GET", "/.well-known/oauth-protected-resource/mcp"): (
+        "public",
+        "/.well-known/oauth-protected-resource/mcp",
+        None,
+    ),
     ("GET", "/ready"): ("public", "/ready", None),
     ("GET", "/collections"): ("listing", "/collections", None),
     ("POST", "/query/{collection}"): (

@@ -92,11 +92,12 @@ def _ready(url: str, process: subprocess.Popen, log: Path) -> bool:
 
 @pytest.fixture
 def hub_process(tmp_path: Path) -> Iterator[Callable[..., HubProcess]]:
-    """start(config, **env) -> a `rag-hub serve --watch` answering /ready; stopped at the end."""
+    """start(config, port=None, **env) -> a `rag-hub serve --watch` answering /ready; stopped
+    at the end."""
     started: list[HubProcess] = []
 
-    def start(config: Path, **env: str) -> HubProcess:
-        port = free_port()
+    def start(config: Path, port: int | None = None, **env: str) -> HubProcess:
+        port = port or free_port()
         log = tmp_path / f"serve-{port}.log"
         environment = {
             "RAG_CONFIG": str(config),
