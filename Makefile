@@ -17,7 +17,7 @@ export TOKENIZERS_PARALLELISM := false
 # `rag-hub` it starts and every pytest worker compiles the tests and their assertions anew
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: install install-dev lock run test test-lowest lint format clean
+.PHONY: install install-dev lock run test test-lowest mutate lint format clean
 
 # Two lock files, both written by `make lock` from pyproject.toml, pin what CI tested:
 #   requirements.lock      the server: the dependencies and every format extra (`make install`,
@@ -116,6 +116,13 @@ $(LOWEST)/.installed: pyproject.toml requirements-dev.lock
 test-lowest: $(LOWEST)/.installed
 	RAG_MODEL_CACHE=$(CURDIR)/$(LOWEST)/models $(LOWEST)/bin/python -m pytest -n $(TEST_WORKERS) \
 		-m "not serial" $(LOWEST_TESTS) $(PYTEST_ARGS)
+
+# mutation testing (mutmut, scripts/mutate.py): the rag_api modules changed vs origin/main (else
+# HEAD), or MODULES="rag_api/jobs rag_api/http/forward.py"; each is run against its area's tests
+# (tests/<package>, or scripts/mutate.py's TESTS_FOR) in a scratch copy; prints the score and
+# the survivors (docs/architecture.md, "Mutation testing")
+mutate: install-dev
+	$(BIN)/python scripts/mutate.py $(MODULES) $(MUTATE_ARGS)
 
 lint: install-dev
 	$(BIN)/ruff format --check .

@@ -140,6 +140,24 @@ def test_a_scoped_key_does_not_see_another_collections_jobs(world: World) -> Non
     assert every["id"] in {j["id"] for j in admin.get("/v1/jobs").json()["jobs"]}
 
 
+def test_a_read_key_sees_neither_migration_nor_backup_jobs(world: World) -> None:
+    """Their plans and results name server paths and models: the admin key's alone."""
+    admin, reader = world.admin, world.reader
+    uploaded = finished(admin, upload(admin, [("guide.md", GUIDE)]).json()["id"])
+    streamed = admin.post("/v1/ops/migrate", json={"collection": "docs", "embedder": BIGGER})
+    assert json.loads(streamed.text.splitlines()[-1])["event"] == "done", streamed.text
+    started = admin.post("/v1/ops/backup", json={"collections": ["docs"]}).json()
+    ended(admin, f"/v1/jobs/{started['id']}")
+    every = {j["kind"]: j["id"] for j in admin.get("/v1/jobs").json()["jobs"]}
+    assert set(every) == {"migrate", "backup", "upload"}
+
+    assert [j["id"] for j in reader.get("/v1/jobs").json()["jobs"]] == [uploaded["id"]]
+    assert reader.get("/v1/jobs?kind=migrate").json() == {"jobs": []}
+    for kind in ("migrate", "backup"):
+        error = assert_error_shape(reader.get(f"/v1/jobs/{every[kind]}"), 404, "JOB_NOT_FOUND")
+        assert every[kind] in error["message"]
+
+
 def test_the_older_job_routes_answer_as_before(world: World) -> None:
     admin = world.admin
     started = admin.post("/v1/ops/backup", json={"collections": ["docs"]})

@@ -128,3 +128,26 @@ def test_an_html_page_reads_as_its_content_then_each_piece_of_furniture() -> Non
 def test_a_page_without_furniture_is_one_section_as_before() -> None:
     sections = html_sections("<html><body><h1>Notes</h1><p>Plain page.</p></body></html>")
     assert [s.text for s in sections] == ["# Notes\n\nPlain page."]
+
+
+@pytest.mark.parametrize(
+    ("role", "furniture"),
+    [
+        ("banner", "Lumen · Log in"),
+        ("contentinfo", "© 2026 Lumen Software. All rights reserved."),
+        ("complementary", "Popular: pricing"),
+        ("search", "Search the help centre"),
+    ],
+)
+def test_a_div_with_a_furniture_role_is_furniture_like_its_tag(role: str, furniture: str) -> None:
+    html = (
+        f"<html><body><main><h1>Refunds</h1><p>Refunds within 30 days.</p></main>"
+        f"<div role='{role}'>{furniture}</div></body></html>"
+    )
+    assert [s.text for s in html_sections(html)] == [
+        "# Refunds\n\nRefunds within 30 days.",
+        furniture,
+    ]
+    assert [s.text for s in html_sections(html, furniture=False)] == [
+        "# Refunds\n\nRefunds within 30 days."
+    ]  # a web source's page: the content alone, what a question's context gets

@@ -4,13 +4,16 @@ bounded history per kind, what a caller may see, and the kinds kept on disk acro
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from rag_api.errors import CollectionNotFound, JobNotFound, MigrationInProgress
 from rag_api.jobs.book import Jobs
-from rag_api.jobs.job import JobFile
+from rag_api.jobs.folder import JobFolder
+from rag_api.jobs.job import Job, JobFile, Progress
 from rag_api.ops.check.findings import CheckReport
 
 
@@ -23,6 +26,8 @@ def test_work_run_as_a_job_is_done_with_its_answer_and_its_progress() -> None:
         report("copy", 1, 2)
         assert jobs.get(job.id)["status"] == "running"
         assert jobs.get(job.id)["progress"] == {"phase": "copy", "done": 1, "total": 2}
+        report("copy", 2, 2, files=7)  # a kind's own counts
+        assert jobs.get(job.id)["progress"]["detail"] == {"files": 7}
         return {"path": "/backups/x"}
 
     assert jobs.run(job, work) == {"path": "/backups/x"}
@@ -78,8 +83,45 @@ def test_the_history_is_bounded_per_kind_and_keeps_unfinished_jobs() -> None:
     newest = jobs.create("backup", ["docs"])  # forgets the oldest finished backups
     assert [j["id"] for j in jobs.list(kind="backup")] == [newest.id, running.id]
     assert [j["id"] for j in jobs.list(kind="upload")] == [j.id for j in reversed(uploads)]
-    with pytest.raises(JobNotFound, match="RAG_UPLOAD_HISTORY"):
+    with pytest.raises(JobNotFound, match="RAG_UPLOAD_HISTORY") as missing:
         jobs.get(backups[0].id)
+    assert missing.value.message == (
+        f"no job '{backups[0].id}': only the last 2 jobs of each kind are kept, and of upload "
+        "jobs 3 (RAG_UPLOAD_HISTORY); the files of older uploads are in the kb folder, and "
+        "GET /v1/collections/{collection}/files shows their index state"
+    )
+
+
+def test_a_missing_jobs_error_names_the_upload_history_even_when_it_is_the_default() -> None:
+    with pytest.raises(JobNotFound) as missing:
+        Jobs(history=7).get("gone")
+    assert "only the last 7 jobs of each kind are kept, and of upload jobs 7 " in (
+        missing.value.message
+    )
+
+
+def test_a_kept_kinds_forgotten_jobs_leave_its_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "data" / "jobs"  # made, parents included, at the first job
+    jobs = Jobs(history=2)
+    jobs.keep("upload", folder)
+    made = [jobs.create("upload", ["docs"], files=[]) for _ in range(3)]
+    for job in made:
+        jobs.finish(job, {})
+    (folder / f"{made[1].id}.json").unlink()  # gone already (a hand's cleanup): no error
+    jobs.create("upload", ["docs"], files=[])  # forgets the two oldest finished
+    assert not (folder / f"{made[0].id}.json").exists()
+    JobFolder(folder, "upload").remove("never-kept")  # quiet
+    fewer = Jobs(history=1)  # a restart with a shorter history forgets the oldest at once
+    fewer.keep("upload", folder)
+    assert len(fewer.list(kind="upload")) == 1
+
+
+def test_a_job_read_back_is_the_job_written() -> None:
+    job = Job("j1", "upload", ["docs"], status="running", started_at="2000-01-01T00:00:00+00:00")
+    job.progress = Progress("files", 1, 2, {"indexed": 1})
+    job.files = [JobFile("a.md", 3, status="done", chunks=1, embedded=1)]
+    assert Job.from_dict(job.as_dict(), "upload") == job
+    assert Job.from_dict(job.view(), "upload") == job  # the view's `collection`, `indexing`
 
 
 def test_filters_and_what_a_caller_may_see() -> None:
@@ -115,7 +157,7 @@ def test_an_upload_job_says_indexing_while_it_runs() -> None:
     assert [j["id"] for j in jobs.list(status="indexing")] == [job.id]
 
 
-def test_a_kept_kind_outlives_a_restart(tmp_path: Path) -> None:
+def test_a_kept_kind_outlives_a_restart(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     folder = tmp_path / "jobs"
     before = Jobs()
     before.keep("upload", folder)
@@ -134,9 +176,13 @@ def test_a_kept_kind_outlives_a_restart(tmp_path: Path) -> None:
     after.keep("upload", folder)
     assert after.get(done.id) == before.get(done.id)
     assert [j.id for j in after.unfinished("upload")] == ["old"]
+    assert [j["id"] for j in after.list(status="running")] == ["old"]  # `indexing` read back
+    assert [f.path for f in after.unfinished("upload")[0].files] == ["b.md"]  # resumed by path
     assert after.get("old")["collection"] == "docs" and after.get("old")["status"] == "indexing"
     assert [j["kind"] for j in after.list()] == ["upload", "upload"]
     assert not (folder / "broken.json").exists()
+    said = "upload job broken.json is unreadable and is dropped: Expecting property name"
+    assert said in caplog.text
 
 
 def test_a_claim_is_held_by_one_at_a_time() -> None:
@@ -149,3 +195,14 @@ def test_a_claim_is_held_by_one_at_a_time() -> None:
         with jobs.claims.hold("migrate:soporte", refusal):
             pass
     assert not jobs.claims.held("migrate:docs")
+
+
+def test_a_models_answer_is_kept_as_json() -> None:
+    class Answer(BaseModel):
+        at: datetime
+        path: Path
+
+    jobs = Jobs()
+    job = jobs.create("check", ["docs"])
+    jobs.run(job, lambda _: Answer(at=datetime(2000, 1, 1, tzinfo=UTC), path=Path("/b")))
+    assert jobs.get(job.id)["result"] == {"at": "2000-01-01T00:00:00Z", "path": "/b"}

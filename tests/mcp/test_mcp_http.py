@@ -5,8 +5,10 @@ annotations, their answers, and bad arguments in the hub's words."""
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 import logging
+import re
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -146,8 +148,9 @@ def test_a_scoped_key_sees_only_its_collections_and_writes_only_there(hub_url, c
 
     asyncio.run(main())
     audited = [r.getMessage() for r in caplog.records if r.name == "rag_api.audit"]
-    assert any("notes bot" in line and "upsert/document on soporte" in line for line in audited)
-    assert any("notes bot" in line and "remove on soporte" in line for line in audited)
+    # each names the route: every tool call is a POST to /mcp
+    assert any("(notes bot) POST /mcp: upsert/document on soporte" in line for line in audited)
+    assert any("(notes bot) POST /mcp: remove on soporte" in line for line in audited)
     assert not any("upsert/document on docs" in line for line in audited)  # refused: nothing
 
 
@@ -275,6 +278,54 @@ def test_answer_without_a_collection_names_the_one_that_answered(hub_url) -> Non
     assert answer["collection"] in {"docs", "soporte"}, answer["collection"]
     assert answer["collection"] == answer["sources"][0]["collection"]
     assert answer["collection"] in answer["searched"]
+
+
+def test_each_result_of_a_wide_auto_search_is_fetched_by_its_id_from_its_own_collection(
+    hub_url,
+) -> None:
+    async def main() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        async with session(hub_url["url"], READER) as mcp:  # reads both: `auto` routes
+            found = data(await mcp.call_tool("search", {"query": "refund 30 days devoluciones"}))
+            fetched = [data(await mcp.call_tool("fetch", {"id": r["id"]}))
+                       for r in found["results"]]  # fmt: skip
+            return found["results"], fetched
+
+    results, fetched = asyncio.run(main())
+    assert {r["collection"] for r in results} == {"docs", "soporte"}  # wide: both answered
+    for result, got in zip(results, fetched, strict=True):
+        assert result["id"] == f"{result['collection']}:{result['source']}#{result['chunk_index']}"
+        assert (got["collection"], got["source"]) == (result["collection"], result["source"])
+        assert got["text"] == result["text"]
+
+
+def test_a_passage_of_a_long_document_links_and_fetches_that_passage(hub_url) -> None:
+    """A document of several passages: the cited one, not its first or a neighbour, opens."""
+    levels = "\n\n".join(
+        f"Level {n} of the garage is kept for {who}. Ask the front desk for a pass to it, and "
+        f"show that pass to the attendant at the barrier when you drive in."
+        for n, who in enumerate(["visitors", "staff", "deliveries", "bicycles"], 1)
+    )  # a passage each
+
+    async def main() -> tuple[list[str], dict[str, Any], dict[str, Any]]:
+        async with session(hub_url["url"], ADMIN) as mcp:
+            wrote = data(await mcp.call_tool(
+                "upsert_document", {"collection": "docs", "source": "parking.md",
+                                    "text": levels}))  # fmt: skip
+            assert len(wrote["ids"]) > 2  # several passages
+            found = data(await mcp.call_tool(
+                "search", {"query": "garage level deliveries", "collection": "docs",
+                           "sources": ["parking.md"]}))  # fmt: skip
+            first = found["results"][0]
+            return wrote["ids"], first, data(await mcp.call_tool("fetch", {"id": first["id"]}))
+
+    ids, first, fetched = asyncio.run(main())
+    assert "deliveries" in first["text"] and first["id"] in ids[1:]  # not the document's first
+    assert fetched["text"] == first["text"] and fetched["chunk_index"] == first["chunk_index"]
+    page = httpx.get(first["url"])  # signed: no key
+    assert page.status_code == 200, page.text
+    shown = re.search(r'<pre class="text cited" id="passage-text">(.*?)</pre>', page.text, re.S)
+    assert shown and html.unescape(shown.group(1)) == first["text"]
+    assert f'data-id="{first["id"]}"' in page.text
 
 
 def test_no_key_is_a_401_with_www_authenticate(hub_url) -> None:

@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 
 from rag_api.embedding.bm25 import sparse_encoder
-from rag_api.openai_compat.condense import condensed_search, read_question
+from rag_api.openai_compat.condense import MAX_TERMS, condensed_search, read_question
 from rag_api.openai_compat.conversation import Conversation
 from rag_api.routing.found import search_target
 from rag_api.routing.target import Target
@@ -61,6 +61,24 @@ def test_a_question_is_read_as_dependent_undecided_or_its_own_topic(
     language: str, question: str, reading: str
 ) -> None:
     assert read_question(question, language, sparse_encoder(language)).reading == reading
+
+
+# a follow-up of exactly MAX_TERMS content words leaning on the previous turn, and one word more
+AT_THE_BOUND = [
+    ("en", "Does it sync notes offline on Android?", "tablets"),
+    ("es", "¿Y eso funciona sin conexión en tabletas Android?", "nuevas"),
+]
+
+
+@pytest.mark.parametrize(("language", "dependent", "word"), AT_THE_BOUND)
+def test_a_follow_up_of_exactly_max_terms_content_words_is_still_short(
+    language: str, dependent: str, word: str
+) -> None:
+    encoder = sparse_encoder(language)
+    own = dependent.replace("?", f" {word}?")
+    assert [len(encoder.terms(q)) for q in (dependent, own)] == [MAX_TERMS, MAX_TERMS + 1]
+    assert read_question(dependent, language, encoder).reading == DEPENDENT  # merged
+    assert read_question(own, language, encoder).reading == OWN  # long enough to stand alone
 
 
 REFUND = "How many days do I have to ask for a refund?"

