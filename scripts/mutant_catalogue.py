@@ -97,6 +97,10 @@ INDEX_ASIDE = "tests/store/test_index_aside.py::"
 DOCS_EXAMPLES = (
     "tests/answering/test_docs_examples.py::test_the_extractive_answer_holds_the_expected_fact"
 )
+FOOTER_LINK = "tests/openai_compat/test_openai_api.py::test_each_cited_passage_in_the_footer_links_to_its_page"
+MCP_LINK = (
+    "tests/mcp/test_mcp_http.py::test_a_passage_of_a_long_document_links_and_fetches_that_passage"
+)
 MEANING_BEST = (
     "tests/llm/test_extractive.py::"
     "test_meaning_is_asked_only_where_the_words_leave_it_open_and_of_their_best"
@@ -399,16 +403,30 @@ MUTANTS = [
     Mutant(
         "the embedded index is built in the server's process (every request waits for it)",
         "rag_api/store/edge.py",
-        "            build_index(work / physical, self.nice)\n",
-        '            raise OSError(errno.ENOSYS, "in place")\n',
+        "                    build_index(work / physical, self.nice, journal.cancelled)\n",
+        '                    raise OSError(errno.ENOSYS, "in place")\n',
         (INDEX_ASIDE + "test_searches_go_on_while_the_index_is_built_and_find_what_they_found",),
     ),
     Mutant(
-        "writes go on while the index is built aside (they land in the shard it replaces)",
-        "rag_api/points/collection.py",
-        "        self._writes_here()\n        with self._target_lock.write():\n            info = self.info(refresh=True)",
-        "        self._writes_here()\n        with self._target_lock.read():\n            info = self.info(refresh=True)",
-        (INDEX_ASIDE + "test_writes_during_an_index_build_wait_for_it_and_are_kept",),
+        "the writes made while the index is built aside are not replayed (lost with the old shard)",
+        "rag_api/store/edge.py",
+        "            replayed = engine_call(replay, shard, journal, 0)\n            with hold(), self.shards.guard:\n                engine_call(replay, shard, journal, replayed)",
+        "            replayed = 0\n            with hold(), self.shards.guard:\n                pass",
+        (INDEX_ASIDE + "test_writes_go_on_during_an_index_build_and_are_in_the_built_index[edge]",),
+    ),
+    Mutant(
+        "writes wait for the whole index build aside",
+        "rag_api/store/edge.py",
+        "                    build_index(work / physical, self.nice, journal.cancelled)\n                    self._replace(",
+        "                    with self.shards.writes_paused(physical):\n                        build_index(work / physical, self.nice, journal.cancelled)\n                    self._replace(",
+        (INDEX_ASIDE + "test_writes_go_on_during_an_index_build_and_are_in_the_built_index[edge]",),
+    ),
+    Mutant(
+        "a drop during an index build aside does not cancel it",
+        "rag_api/store/edge_shards.py",
+        '            self.cancel(physical, "the collection was dropped or replaced meanwhile")\n',
+        "",
+        (INDEX_ASIDE + "test_a_drop_during_an_index_build_cancels_it",),
     ),
     Mutant(
         "an index build a stop cut short stays on disk",
@@ -429,8 +447,8 @@ MUTANTS = [
     Mutant(
         "a write does not age the kept counts (status and /sources stale after it)",
         "rag_api/store/edge_shards.py",
-        "                self._changed(physical)  # before: a write that fails half-way changed it too",
-        "                pass",
+        "            self._changed(physical)  # before: a write that fails half-way changed it too",
+        "            pass",
         (KEPT_COUNTS + "test_counts_follow_every_change[edge]",),
     ),
     Mutant(
@@ -624,5 +642,151 @@ MUTANTS = [
         (
             "tests/replicas/test_renewal.py::test_a_readers_requests_never_read_the_system_collection",
         ),
+    ),
+    # issue 62: bugs that passed every test of their area in the audit of issue 59's features
+    Mutant(
+        "lease: a writer that lost its lease gives back the new writer's at its stop",
+        "rag_api/replicas/lease.py",
+        '            if held is not None and held.get("id") == self.holder["id"]:',
+        "            if held is not None:",
+        (
+            "tests/replicas/test_lease.py::"
+            "test_a_writer_that_lost_its_lease_does_not_give_back_the_new_writers_at_its_stop",
+        ),
+    ),
+    Mutant(
+        "replicas: the published version never changes (readers' caches answer from before)",
+        "rag_api/replicas/pointers.py",
+        '"version": [self.process, collection.version()[1]],',
+        '"version": [self.process, 0],',
+        (REPLICAS + "::test_a_readers_prefetched_answer_is_dropped_once_the_writer_writes",),
+    ),
+    Mutant(
+        "replicas: a request sent to the writer loses its query string",
+        "rag_api/http/forward.py",
+        '            + (f"?{query}" if query else ""),\n',
+        "",
+        (REPLICAS + "::test_a_jobs_listing_through_a_reader_keeps_its_query",),
+    ),
+    Mutant(
+        "replicas: the stored responses' sweep never runs (its time test inverted)",
+        "rag_api/replicas/shared_responses.py",
+        "if time.monotonic() - self._swept > SWEEP_S and",
+        "if time.monotonic() - self._swept < SWEEP_S and",
+        (
+            "tests/replicas/test_shared_responses.py::"
+            "test_a_save_sweeps_the_expired_and_the_excess_at_most_once_a_sweep_interval",
+        ),
+    ),
+    Mutant(
+        "MCP: writes' audit lines name no route",
+        "rag_api/mcp/tools.py",
+        'MCP_ROUTE = "POST /mcp"',
+        "MCP_ROUTE = None",
+        (
+            "tests/mcp/test_mcp_http.py::"
+            "test_a_scoped_key_sees_only_its_collections_and_writes_only_there",
+        ),
+    ),
+    Mutant(
+        "MCP: an `auto` result's id names the collection asked for, not the row's",
+        "rag_api/mcp/tools.py",
+        '    name = row.get("collection") or collection',
+        "    name = collection",
+        (
+            "tests/mcp/test_mcp_http.py::"
+            "test_each_result_of_a_wide_auto_search_is_fetched_by_its_id_from_its_own_collection",
+        ),
+    ),
+    Mutant(
+        "jobs: a read key sees migration jobs and their plans",
+        "rag_api/http/endpoints/jobs.py",
+        'OPERATIONS = ("backup", "migrate")',
+        'OPERATIONS = ("backup",)',
+        ("tests/http/test_jobs.py::test_a_read_key_sees_neither_migration_nor_backup_jobs",),
+    ),
+    Mutant(
+        "recovery: a collection that could not be read is taken as recovered",
+        "rag_api/catalog.py",
+        "        if not failed:\n            self.marker.recovered()",
+        "        if True:\n            self.marker.recovered()",
+        (
+            "tests/points/test_recovery_retried.py::"
+            "test_a_collection_unreadable_at_the_open_after_a_crash_is_recovered_at_the_next",
+        ),
+    ),
+    Mutant(
+        "/v1/embeddings: a `:query` model's usage counts the passage side's tokens",
+        "rag_api/openai_compat/embeddings.py",
+        "count_tokens(texts, query=query)",
+        "count_tokens(texts)",
+        (
+            "tests/openai_compat/test_openai_embeddings.py::"
+            "test_the_query_side_counts_the_tokens_of_the_query_prefix",
+        ),
+    ),
+    Mutant(
+        "titles: a phrase that fits exactly is dropped",
+        "rag_api/openai_compat/tasks.py",
+        "    fitting = [i for i in ends if sizes[i] <= room]",
+        "    fitting = [i for i in ends if sizes[i] < room]",
+        ("tests/openai_compat/test_tasks.py::test_a_long_question_is_cut_after_a_whole_phrase",),
+    ),
+    Mutant(
+        "titles: a word that fits exactly is dropped",
+        "rag_api/openai_compat/tasks.py",
+        "_trimmed([i for i in range(len(words)) if sizes[i] <= room], words, dangling)",
+        "_trimmed([i for i in range(len(words)) if sizes[i] < room], words, dangling)",
+        ("tests/openai_compat/test_tasks.py::test_a_long_question_is_cut_after_a_whole_phrase",),
+    ),
+    Mutant(
+        "follow-ups: a turn of exactly MAX_TERMS content words is not short (searched alone)",
+        "rag_api/openai_compat/condense.py",
+        "len(encoder.terms(question)) > MAX_TERMS:",
+        "len(encoder.terms(question)) >= MAX_TERMS:",
+        (
+            "tests/openai_compat/test_condense.py::"
+            "test_a_follow_up_of_exactly_max_terms_content_words_is_still_short",
+        ),
+    ),
+    Mutant(
+        "web pages: a role=contentinfo footer is read as content",
+        "rag_api/indexing/readers.py",
+        '{"navigation", "banner", "contentinfo", "complementary", "search"}',
+        '{"navigation", "banner", "complementary", "search"}',
+        (
+            "tests/indexing/test_html_furniture.py::"
+            "test_a_div_with_a_furniture_role_is_furniture_like_its_tag",
+        ),
+    ),
+    Mutant(
+        "the index built aside runs at the server's priority",
+        "rag_api/store/edge_optimize.py",
+        "    os.nice(nice)",
+        "    os.nice(0)",
+        (INDEX_ASIDE + "test_the_index_is_built_aside_at_the_batch_niceness",),
+    ),
+    # a citation link that opens the wrong chunk: caught beside the browser test, by tests that
+    # cite a document of several chunks
+    Mutant(
+        "citations: a footer's link opens its document's first chunk",
+        "rag_api/openai_compat/reply.py",
+        '        index = getattr(passage, "chunk_index", 0)',
+        "        index = 0",
+        (FOOTER_LINK,),
+    ),
+    Mutant(
+        "citations: an MCP result's link opens its document's first chunk",
+        "rag_api/mcp/tools.py",
+        'link(name, row["source"], row["chunk_index"])',
+        'link(name, row["source"], 0)',
+        (MCP_LINK,),
+    ),
+    Mutant(
+        "citations: a passage page shows its document's first chunk",
+        "rag_api/http/endpoints/passages.py",
+        "    this = chunks[position]",
+        "    this = chunks[0]",
+        (FOOTER_LINK, MCP_LINK),
     ),
 ]

@@ -71,6 +71,7 @@ def _index_one(hub: Hub, name: str, force: bool, prune: bool, quiet: bool) -> Sy
 
     from rag_api.indexing import kb
     from rag_api.indexing.sync import SyncReport, sync_collection
+    from rag_api.indexing.throughput import Throughput
 
     kb_coll = hub.collection(name)
     if kb_coll.kb_path is None:
@@ -81,9 +82,11 @@ def _index_one(hub: Hub, name: str, force: bool, prune: bool, quiet: bool) -> Sy
     with tqdm(
         total=total, desc=name, unit="file", disable=quiet or not total, file=sys.stderr
     ) as bar:
+        throughput = Throughput()
 
         def files_done(count: int) -> None:
-            bar.set_postfix_str("", refresh=False)  # an OCR page note belongs to its file
+            # an OCR page's note belongs to its file: the rate and the server's take its place
+            bar.set_postfix_str(throughput.line(), refresh=False)
             bar.update(count)
 
         def ocr_page(rel: str, page: int, pages: int) -> None:
@@ -96,6 +99,7 @@ def _index_one(hub: Hub, name: str, force: bool, prune: bool, quiet: bool) -> Sy
             max_bytes=max_bytes,
             prune=prune,
             on_ocr_page=ocr_page,
+            throughput=throughput,
         )
     if report.indexed:
         kb_coll.optimize()

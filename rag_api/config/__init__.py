@@ -64,6 +64,34 @@ class EmbedderConfig(Strict):
     # start: it would be another identity (rag_api.embedding.device_model)
     device: Device = "auto"
     precision: Precision = "auto"
+    # models behind a server (ollama, openai, a plugin whose provider is remote): requests in flight
+    # at once (fewer while the server sheds load), the time one may take, the time a batch may
+    # take in all, its retries included, before its documents fail (the next sync tries them
+    # again); what one request may carry in estimated tokens, and an input (a longer one is cut).
+    # OpenAI's own limits apply to its API where these are unset (rag_api.embedding.server_limits)
+    concurrency: Annotated[int, Field(ge=1, le=64)] = 4
+    timeout_s: Annotated[float, Field(gt=0, le=3600)] = 60
+    retry_wait_s: Annotated[float, Field(ge=0, le=86400)] = 120
+    max_request_tokens: Annotated[int, Field(gt=0)] | None = None
+    max_input_tokens: Annotated[int, Field(gt=0)] | None = None
+
+    @model_validator(mode="after")
+    def _server_settings_for_servers(self) -> EmbedderConfig:
+        server = {
+            "concurrency",
+            "timeout_s",
+            "retry_wait_s",
+            "max_request_tokens",
+            "max_input_tokens",
+        }
+        # against the defaults, not the fields set: a replica's published block names them all
+        fields = type(self).model_fields
+        named = sorted(f for f in server if getattr(self, f) != fields[f].default)
+        if named and not EMBEDDERS.get(self.provider).remote:
+            raise ValueError(
+                f"{', '.join(named)} applies to models behind a server, not to {self.provider}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _runtime_in_process(self) -> EmbedderConfig:

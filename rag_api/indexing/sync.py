@@ -12,13 +12,10 @@ from rag_api import payload
 from rag_api.errors import MassRemoval
 from rag_api.indexing import kb
 from rag_api.indexing.chunking import UnreadableFile, read_chunks, reading_identity
-from rag_api.indexing.ingest import (
-    EMBED_BATCH_CHUNKS,
-    DocumentWrite,
-    WriteStats,
-    write_documents,
-)
+from rag_api.indexing.ingest import DocumentWrite, WriteStats
 from rag_api.indexing.ocr import OcrOptions
+from rag_api.indexing.pipeline import Pipeline, PipelineFailed
+from rag_api.indexing.throughput import Throughput
 from rag_api.points.collection import Collection
 from rag_api.store import Selector
 
@@ -43,6 +40,7 @@ class SyncReport:
     current: set[str] = field(default_factory=set)  # files whose chunks match the folder now
     gone: set[str] = field(default_factory=set)  # files whose chunks were removed
     per_file: dict[str, WriteStats] = field(default_factory=dict)  # what each file written took
+    throughput: Throughput = field(default_factory=Throughput)
     seconds: float = 0.0
 
     @property
@@ -163,6 +161,7 @@ def sync_collection(
     skip: Callable[[kb.KbFile], bool] | None = None,
     prune: bool = False,
     on_ocr_page: OcrProgress | None = None,
+    throughput: Throughput | None = None,
 ) -> SyncReport:
     """Reconcile the collection with its kb folder, or with just the kb-relative paths `only`;
     `force` re-embeds every file.
@@ -175,15 +174,17 @@ def sync_collection(
     previous chunks, if any, are left as they were; so are files for which `skip` says so.
     A new file reuses the vectors of the file it was `renamed` from (new path -> old path), and
     of a vanished file with the very same content without being told. `on_ocr_page` hears of
-    each page OCR reads (file, page, pages).
+    each page OCR reads (file, page, pages); `throughput` is kept as it goes (else the report's).
     """
     with collection.syncing:  # a second reconcile then finds the first one's chunks stored
+        report = SyncReport(collection.name, throughput=throughput or Throughput())
         return _sync(
-            collection, force, progress, max_bytes, only, renamed, skip, prune, on_ocr_page
+            report, collection, force, progress, max_bytes, only, renamed, skip, prune, on_ocr_page
         )
 
 
 def _sync(
+    report: SyncReport,
     collection: Collection,
     force: bool,
     progress: Callable[[int], None] | None,
@@ -195,7 +196,6 @@ def _sync(
     on_ocr_page: OcrProgress | None,
 ) -> SyncReport:
     started = time.monotonic()
-    report = SyncReport(collection.name)
     if collection.kb_path is None:
         return report
     collection.writable()  # a model or dimension mismatch stops here, even if no file changed
@@ -271,49 +271,18 @@ def index_files(
     reembed: bool = False,
     on_ocr_page: OcrProgress | None = None,
 ) -> None:
-    """Index kb files (with their content hash, computed when None), embedding in shared batches;
-    a file `renamed` from another (new path -> old path) reuses that file's vectors, and
-    `reembed` ignores the stored vectors of unchanged chunks."""
-    batch: list[DocumentWrite] = []
-    size = 0
-    for item, current in items:
-        current = current or _hash_file(item, collection, report)
-        if current is None:
-            continue
-        try:
-            renamed_from = (renamed or {}).get(item.rel)
-            write, warnings = file_write(
-                collection, item, current, renamed_from, reembed, on_ocr_page
-            )
-        except UnreadableFile as exc:
-            report.errors[item.rel] = str(exc)
-            log.warning("%s: skipped %s: %s", collection.name, item.rel, exc)
-            if progress:
-                progress(1)
-            continue
-        if warnings:
-            report.warnings[item.rel] = warnings
-            for warning in warnings:
-                log.warning("%s: %s: %s", collection.name, item.rel, warning)
-        batch.append(write)
-        size += len(write.chunks)
-        if size >= EMBED_BATCH_CHUNKS:
-            _flush(collection, batch, report, progress)
-            batch, size = [], 0
-    _flush(collection, batch, report, progress)
+    """Index kb files (with their content hash, computed when None) through the stages of
+    rag_api.indexing.pipeline: read here, labelled, embedded and written beside; a file
+    `renamed` from another (new path -> old path) reuses that file's vectors, and `reembed`
+    ignores the stored vectors of unchanged chunks. A file whose chunks could not be embedded
+    is reported in `report.errors` and left as it was (the next sync tries it again)."""
 
-
-def _flush(
-    collection: Collection,
-    batch: list[DocumentWrite],
-    report: SyncReport,
-    progress: Callable[[int], None] | None,
-) -> None:
     def done(write: DocumentWrite, stats: WriteStats) -> None:
-        report.indexed += 1
         rel = write.provenance[payload.FILE]
+        report.indexed += 1
         report.current.add(rel)
         report.per_file[rel] = stats
+        report.stats.add(stats)
         was = write.reuse_from.files if write.reuse_from is not None else None  # (old path,)
         log.info(
             "%s: indexed %s%s: %d chunks (embedded %d, reused %d, deleted %d)",
@@ -334,8 +303,37 @@ def _flush(
         if progress:
             progress(1)
 
-    if batch:
-        report.stats.add(write_documents(collection, batch, on_done=done))
+    def failed(write: DocumentWrite, reason: str) -> None:
+        rel = write.provenance[payload.FILE]
+        report.errors[rel] = reason
+        log.warning("%s: %s: %s", collection.name, rel, reason)
+        if progress:
+            progress(1)
+
+    with Pipeline(collection, done, failed, report.throughput) as pipeline:
+        for item, current in items:
+            current = current or _hash_file(item, collection, report)
+            if current is None:
+                continue
+            try:
+                renamed_from = (renamed or {}).get(item.rel)
+                write, warnings = file_write(
+                    collection, item, current, renamed_from, reembed, on_ocr_page
+                )
+            except UnreadableFile as exc:
+                report.errors[item.rel] = str(exc)
+                log.warning("%s: skipped %s: %s", collection.name, item.rel, exc)
+                if progress:
+                    progress(1)
+                continue
+            if warnings:
+                report.warnings[item.rel] = warnings
+                for warning in warnings:
+                    log.warning("%s: %s: %s", collection.name, item.rel, warning)
+            try:
+                pipeline.put(write)
+            except PipelineFailed:
+                break  # the pipeline's failure is raised as it finishes
 
 
 def _hash_file(item: kb.KbFile, collection: Collection, report: SyncReport) -> str | None:

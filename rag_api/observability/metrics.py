@@ -12,7 +12,14 @@ from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
 
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import (
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -45,6 +52,16 @@ EMBEDDING_LATENCY = Histogram(
     "Time of one embedding call (a query, or a batch of chunks), by provider and kind.",
     ["provider", "kind"],
     buckets=LATENCY_BUCKETS,
+)
+EMBEDDING_RETRIES = Counter(
+    "rag_embedding_retries",
+    "Requests to an embedding server tried again, by provider and why (429, 503, reset, timeout...).",
+    ["provider", "reason"],
+)
+EMBEDDING_INFLIGHT = Gauge(
+    "rag_embedding_inflight",
+    "Requests in flight to an embedding server now, by provider and model.",
+    ["provider", "model"],
 )
 QUERY_BATCH = Histogram(
     "rag_query_batch_size",

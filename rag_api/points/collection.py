@@ -18,7 +18,7 @@ from rag_api import payload
 from rag_api.config import CollectionConfig, EmbedderConfig
 from rag_api.embedding.bm25 import SparseEncoder, sparse_encoder
 from rag_api.embedding.dims import offline_problem
-from rag_api.embedding.embedders import Embedders
+from rag_api.embedding.embedders import Embedded, Embedders
 from rag_api.errors import DimensionMismatch, EmbedderMismatch, ReaderReadOnly
 from rag_api.llm.rerankers import Rerankers
 from rag_api.points import generations
@@ -219,6 +219,10 @@ class Collection:
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         return self.embedders.documents(self.cfg.embedder, texts)
 
+    def embed_each(self, texts: list[str]) -> Embedded:
+        """Chunks' vectors for an index, each text's failure its own (Embedder.embed_each)."""
+        return self.embedders.documents_each(self.cfg.embedder, texts)
+
     def embed_passages(self, texts: list[str]) -> np.ndarray:
         return self.embedders.passages(self.cfg.embedder, texts)
 
@@ -384,13 +388,14 @@ class Collection:
         return self.sequence.allocate(self.writable().physical, count)
 
     def optimize(self) -> None:
-        """Build indexes after a bulk load. Writes wait meanwhile (the embedded engine builds them
-        on a copy that replaces the shard); searches go on."""
+        """Build indexes after a bulk load. Searches and writes go on meanwhile (the embedded
+        engine builds them on a copy that replaces the shard, its writes replayed onto it); the
+        writes are held only while the shard is copied and when the copy takes its place (a
+        backup's copy waits for those steps, and they for it); a migration cancels the build."""
         self._writes_here()
-        with self._target_lock.write():
-            info = self.info(refresh=True)
-            if info is not None:
-                self.store.optimize(info.physical)
+        info = self.info(refresh=True)
+        if info is not None:
+            self.store.optimize(info.physical, self.writes_held)
 
     # --- migration -------------------------------------------------------------------------------
 

@@ -307,6 +307,7 @@ class _Reporter:
                 removed=len(current.removed),
                 bytes=current.bytes,
                 eta_s=eta,
+                **current.throughput.as_dict(),
             )
 
 

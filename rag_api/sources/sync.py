@@ -19,8 +19,10 @@ from typing import Any
 
 from rag_api import payload
 from rag_api.indexing.chunking import UnreadableFile
-from rag_api.indexing.ingest import DocumentWrite, WriteStats
+from rag_api.indexing.ingest import DocumentWrite, NotWritten, WriteStats
+from rag_api.indexing.pipeline import Done, Pipeline, PipelineFailed
 from rag_api.indexing.sync import mass_removal
+from rag_api.indexing.throughput import Throughput
 from rag_api.jobs.lane import Stopped
 from rag_api.points.collection import Collection
 from rag_api.sources.base import (
@@ -35,7 +37,6 @@ from rag_api.sources.base import (
     Unchanged,
 )
 from rag_api.sources.reading import read_document
-from rag_api.sources.writer import Writer, WriterFailed
 from rag_api.store import Selector
 
 log = logging.getLogger("rag_api.sources.sync")
@@ -107,6 +108,7 @@ class SourceReport:
     incomplete: str | None = None  # why the listing was not whole (nothing removed for absence)
     held: str | None = None  # why removals were held
     expected: int | None = None  # documents the source said it would list
+    throughput: Throughput = field(default_factory=Throughput)
     seconds: float = 0.0
 
     def written(self, stats: WriteStats) -> None:
@@ -135,6 +137,7 @@ class SourceReport:
             "incomplete": self.incomplete,
             "held": self.held,
             "seconds": round(self.seconds, 3),
+            "throughput": self.throughput.as_dict(),
         }
 
 
@@ -162,31 +165,28 @@ def sync_source(
     known = {} if force else {k: Known(h.version, h.url) for k, h in held.items() if h.whole}
     seen: set[str] = set()
     gone: dict[str, str] = {}
-    writer = Writer(collection, report.written)
+    writer = Pipeline(collection, *_writes_heard(collection, cfg.name, report), report.throughput)
     failure: Exception | None = None
-    try:
-        with tempfile.TemporaryDirectory(prefix="rag-sync-") as scratch:
-            try:
-                for item in source.scan(known):
-                    if context.stopping.is_set():
-                        raise Stopped()
-                    _take(item, collection, cfg.name, held, Path(scratch), report, writer)
-                    if isinstance(item, Gone):
-                        gone[item.key] = item.reason
-                    elif not isinstance(item, Skipped | Incomplete):
-                        seen.add(item.key)
-                    if progress is not None:
-                        progress(report)
-            except (Stopped, WriterFailed):
-                raise
-            except Exception as exc:  # the listing failed: keep what was read, remove nothing
-                failure = exc
-                report.incomplete = f"the listing failed: {_reason(exc)}"
-            finally:
-                source.close()
-                writer.finish()
-    except WriterFailed as failed:
-        raise failed.error from None
+    with tempfile.TemporaryDirectory(prefix="rag-sync-") as scratch:
+        try:
+            for item in source.scan(known):
+                if context.stopping.is_set():
+                    raise Stopped()
+                _take(item, collection, cfg.name, held, Path(scratch), report, writer)
+                if isinstance(item, Gone):
+                    gone[item.key] = item.reason
+                elif not isinstance(item, Skipped | Incomplete):
+                    seen.add(item.key)
+                if progress is not None:
+                    progress(report)
+        except (Stopped, PipelineFailed):
+            raise
+        except Exception as exc:  # the listing failed: keep what was read, remove nothing
+            failure = exc
+            report.incomplete = f"the listing failed: {_reason(exc)}"
+        finally:
+            source.close()
+            writer.finish()  # the pipeline's failure, if any, raised here
     if failure is None:
         _remove(collection, cfg.name, held, seen, gone, report, prune)
     report.seconds = time.monotonic() - started
@@ -197,6 +197,32 @@ def sync_source(
     return report
 
 
+def _writes_heard(
+    collection: Collection, source: str, report: SourceReport
+) -> tuple[Done, NotWritten]:
+    """What the pipeline tells of each document: written (counted, logged) or not (why)."""
+
+    def done(write: DocumentWrite, stats: WriteStats) -> None:
+        report.written(stats)
+        log.info(
+            "%s: indexed %s: %d chunks (embedded %d, reused %d, deleted %d)",
+            collection.name,
+            write.scope.sources[0],
+            stats.written,
+            stats.embedded,
+            stats.reused,
+            stats.deleted,
+            extra={"event": "indexed", "collection": collection.name, "chunks": stats.written},
+        )
+
+    def failed(write: DocumentWrite, reason: str) -> None:
+        name = write.scope.sources[0]
+        report.failed[name.removeprefix(f"{source}:")] = reason
+        log.warning("%s: %s: %s", collection.name, name, reason)
+
+    return done, failed
+
+
 def _take(
     item: Item,
     collection: Collection,
@@ -204,7 +230,7 @@ def _take(
     held: dict[str, Held],
     scratch: Path,
     report: SourceReport,
-    writer: Writer,
+    writer: Pipeline,
 ) -> None:
     """Apply one item of the scan (a document read is handed to the writer)."""
     if isinstance(item, Incomplete):
@@ -232,7 +258,7 @@ def _read(
     held: Held | None,
     scratch: Path,
     report: SourceReport,
-    writer: Writer,
+    writer: Pipeline,
 ) -> None:
     report.bytes += len(document.data)
     name = document_name(source, document.key)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from rag_api import payload
@@ -36,6 +37,8 @@ UNLINKED_INDEXES: dict[str, dict[str, bool]] = {
     payload.SEQ: {"lookup": True, "range": False},
     payload.CHUNK_INDEX: {"lookup": False, "range": True},
 }
+
+Hold = Callable[[], AbstractContextManager[Any]]  # what a caller holds meanwhile (its writes)
 
 
 def unlinked(field: str, kind: str) -> dict[str, bool] | None:
@@ -286,8 +289,9 @@ class Store(ABC):
             self.create_payload_index(physical, field, fields[field])
         return missing
 
-    def optimize(self, physical: str) -> None:
-        """Build indexes after a bulk load (a no-op where the engine does it itself)."""
+    def optimize(self, physical: str, hold: Hold = nullcontext) -> None:
+        """Build indexes after a bulk load (a no-op where the engine does it itself); `hold()`
+        is held while the shard's files are read or replaced (a backup's copy waits)."""
         return None
 
     def rebuild(self, physical: str) -> Rebuilt:

@@ -6,7 +6,9 @@ import errno
 import logging
 import os
 import shutil
+import threading
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,14 @@ import qdrant_edge as qe
 
 from rag_api.errors import InsufficientStorage, StoreUnavailable
 from rag_api.store.aliases import AliasFile
-from rag_api.store.base import PAYLOAD_INDEXES, Store, engine_ids, point_vectors, unlinked
+from rag_api.store.base import (
+    PAYLOAD_INDEXES,
+    Hold,
+    Store,
+    engine_ids,
+    point_vectors,
+    unlinked,
+)
 from rag_api.store.diskspace import (
     INDEX_BYTES,
     MB,
@@ -26,7 +35,7 @@ from rag_api.store.diskspace import (
     points_bytes,
 )
 from rag_api.store.edge_failures import engine_call
-from rag_api.store.edge_optimize import INDEXED_FROM_BYTES, WORK, build_index, exchange
+from rag_api.store.edge_optimize import INDEXED_FROM_BYTES, WORK, build_index, exchange, replay
 from rag_api.store.edge_requests import (
     KIND,
     SCHEMA,
@@ -42,7 +51,7 @@ from rag_api.store.edge_requests import (
     sparse_vector,
     str_id,
 )
-from rag_api.store.edge_shards import Shards
+from rag_api.store.edge_shards import Journal, Shards
 from rag_api.store.fusion import Missing, fuse, one_sided
 from rag_api.store.process_lock import acquire_process_lock
 from rag_api.store.records import ExportPage, dense_of, hit_from, record_from
@@ -83,6 +92,7 @@ class EdgeStore(Store):
         shutil.rmtree(self.root / WORK, ignore_errors=True)  # an index build a stop cut short
         self._aliases = AliasFile(self.root / "aliases.json")
         self.shards = Shards(self.root, self.disk)
+        self._building = threading.Lock()  # one index built aside at a time
 
     # --- collections and aliases -------------------------------------------------------------
 
@@ -131,7 +141,10 @@ class EdgeStore(Store):
     def set_alias(self, name: str, physical: str) -> None:
         self.disk.require(SMALL_WRITE, f"point '{name}' at '{physical}'")
         with self.shards.guard:
+            moved_from = self._aliases.read().get(name)
             self._aliases.set(name, physical)
+            if moved_from not in (None, physical):  # a migration or a restore: build no more
+                self.shards.cancel(moved_from, f"'{name}' moved to '{physical}' meanwhile")
 
     def remove_alias(self, name: str) -> None:
         self.disk.require(SMALL_WRITE, f"remove the alias '{name}'")
@@ -315,31 +328,66 @@ class EdgeStore(Store):
             return {}
         return dict(keyed_scores(self.shards.call(physical, "query", among(query, ids, True)), {}))
 
-    def optimize(self, physical: str) -> None:
+    def optimize(self, physical: str, hold: Hold = nullcontext) -> None:
         """Build the shard's search index on a copy in a child process and swap it in
-        (rag_api.store.edge_optimize): searches go on meanwhile. The caller keeps the shard's
-        writes away until it returns. A shard too small to be indexed is optimized in place, and
-        so is one without room for the copy or a folder exchange: every request waits for the
-        engine meanwhile."""
-        folder = self.shards.folder(physical)
-        # an optimization may rewrite the shard's data into a new segment beside the old one
-        need = allocated_bytes(folder) + NEW_SHARD_BYTES
-        self.disk.require(need, f"optimize '{physical}'")
-        info = self.physical_info(physical)
-        if info.points * info.dim * 4 < INDEXED_FROM_BYTES:  # milliseconds: not worth a copy
-            self.shards.call(physical, "optimize")
-            return
-        self.shards.call(physical, "flush")
-        work = self.root / WORK / _stamp()
+        (rag_api.store.edge_optimize): searches go on meanwhile, and writes too, paused only
+        while the shard is copied; those made during the build are replayed onto the copy before
+        it takes the shard's place. A drop or a migration meanwhile cancels the build. A shard too
+        small to be indexed is optimized in place, and so is one without room for the copy or a
+        folder exchange: every request waits for the engine meanwhile. One build at a time."""
+        with self._building:
+            folder = self.shards.folder(physical)
+            # an optimization may rewrite the shard's data into a new segment beside the old one
+            need = allocated_bytes(folder) + NEW_SHARD_BYTES
+            self.disk.require(need, f"optimize '{physical}'")
+            info = self.physical_info(physical)
+            if info.points * info.dim * 4 < INDEXED_FROM_BYTES:  # milliseconds: not worth a copy
+                with hold():
+                    self.shards.call(physical, "optimize")
+                return
+            work = self.root / WORK / _stamp()
+            with ExitStack() as journalled:
+                try:
+                    with hold(), self.shards.writes_paused(physical):
+                        journal = journalled.enter_context(self.shards.journalled(physical))
+                        self.shards.call(physical, "flush")
+                        copy_aside(folder, work / physical, need + self.disk.min_free)
+                    build_index(work / physical, self.nice, journal.cancelled)
+                    self._replace(physical, work / physical, journal, hold)
+                except OSError as exc:
+                    if journal.cancelled.is_set():
+                        log.warning(
+                            "%s: the index build aside is given up (%s)", physical, journal.reason
+                        )
+                        return
+                    log.warning(
+                        "%s: the index is built in place (%s)", physical, exc.strerror or exc
+                    )
+                    with hold():
+                        self.shards.call(physical, "optimize")
+                finally:
+                    shutil.rmtree(work, ignore_errors=True)
+
+    def _replace(self, physical: str, built: Path, journal: Journal, hold: Hold) -> None:
+        """Replay the journal's writes onto the shard copy `built`, the bulk of them while writes
+        go on, the last ones with every call held; then put the copy in `physical`'s place."""
+        shard = None
         try:
-            copy_aside(folder, work / physical, need + self.disk.min_free)
-            build_index(work / physical, self.nice)
-            self._swap(physical, work / physical)
-        except OSError as exc:
-            log.warning("%s: the index is built in place (%s)", physical, exc.strerror or exc)
-            self.shards.call(physical, "optimize")
+            shard = engine_call(qe.EdgeShard.load, str(built))
+            replayed = engine_call(replay, shard, journal, 0)
+            with hold(), self.shards.guard:
+                engine_call(replay, shard, journal, replayed)
+                engine_call(shard.flush)
+                shard.close()
+                shard = None
+                if journal.cancelled.is_set():
+                    raise OSError(errno.ECANCELED, "cancelled", str(built))
+                self._swap(physical, built)
+        except StoreUnavailable as exc:
+            raise OSError(errno.EIO, f"replaying the writes made meanwhile: {exc}") from exc
         finally:
-            shutil.rmtree(work, ignore_errors=True)
+            if shard is not None:
+                shard.close()
 
     def _swap(self, physical: str, built: Path) -> None:
         """Put the shard folder `built` in place of `physical`'s (the old one goes to `built`)."""

@@ -2,9 +2,10 @@
 
 The engine holds the interpreter for the whole of a call, and an index build takes seconds (20k
 chunks: 5–10 s): built in the server's process, every request of every collection waits for it.
-Built aside, searches go on reading the shard as it was; the caller keeps the shard's writes
-away until the swap (they would land in the old copy), and the swap exchanges the two folders in
-one step (`renameat2(RENAME_EXCHANGE)`): at every instant the shard's folder is one whole shard.
+Built aside, searches go on reading the shard as it was and writes go on into it; the writes
+made meanwhile are replayed onto the copy (`replay`, from the shards' journal), and the swap
+exchanges the two folders in one step (`renameat2(RENAME_EXCHANGE)`): at every instant the
+shard's folder is one whole shard.
 
     python edge_optimize.py SHARD NICE    exit status 0, or EIO with the engine's message
 """
@@ -15,7 +16,12 @@ import ctypes
 import errno
 import os
 import sys
+import threading
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rag_api.store.edge_shards import Journal
 
 # the engine's indexing threshold (10,000 KB of vectors): below it nothing is indexed and an
 # optimization takes milliseconds, in place
@@ -25,12 +31,22 @@ _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
 
 
-def build_index(folder: Path, nice: int) -> None:
+def build_index(folder: Path, nice: int, cancelled: threading.Event) -> None:
     """Build the index of the shard copy in `folder` in a child process `nice` levels down (this
-    file run as a script: the standard library and the engine only); OSError when it fails."""
+    file run as a script: the standard library and the engine only); OSError when it fails,
+    ECANCELED (the child stopped) once `cancelled` is set."""
     from rag_api.store.shard_copy import run_script  # here: the child imports no rag_api
 
-    run_script(__file__, folder, str(folder), str(nice))
+    run_script(__file__, folder, str(folder), str(nice), stop=cancelled)
+
+
+def replay(shard: Any, journal: Journal, start: int) -> int:
+    """Apply the journal's writes from `start` on to `shard` (the engine's, a copy), in order;
+    how many it holds now."""
+    end = len(journal.writes)
+    for method, args in journal.writes[start:end]:
+        getattr(shard, method)(*args)
+    return end
 
 
 def exchange(first: Path, second: Path) -> None:

@@ -1,15 +1,19 @@
 """The embedded store's open shards: one qdrant-edge shard per physical collection under a root,
 opened at first use and reached only through `call`, under the guard that a replacement of a
-shard's folder (an index built aside, a salvage) also holds: no call reaches a closed shard."""
+shard's folder (an index built aside, a salvage) also holds: no call reaches a closed shard.
+
+A shard copied to be indexed aside has its writes paused while it is copied, then journalled
+(`Journal`) until the copy takes its place: they are replayed onto the copy first."""
 
 from __future__ import annotations
 
 import json
 import shutil
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +28,29 @@ WRITES = frozenset({"update"})  # the engine calls that change a shard's points
 KEPT = 64  # counts kept (kept()), the least recently asked dropped first
 
 
+@dataclass
+class Journal:
+    """The writes made to a shard since its copy was taken, in order, for the copy; `cancelled`
+    (why the copy must not replace the shard) is set when the shard is dropped or replaced, or
+    a write fails half-way (the copy could not be made to match)."""
+
+    writes: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    reason: str = ""
+
+    def cancel(self, reason: str) -> None:
+        self.reason = self.reason or reason
+        self.cancelled.set()
+
+
 class Shards:
     def __init__(self, root: Path, disk: DiskSpace) -> None:
         self.root = root
         self.disk = disk
         self.guard = threading.RLock()
+        self._resumed = threading.Condition(self.guard)
+        self._paused: Counter[str] = Counter()  # pauses of a shard's writes, nested
+        self._journals: dict[str, Journal] = {}
         self._open: dict[str, qe.EdgeShard] = {}
         self._configs: dict[str, dict[str, Any]] = {}
         self._changes: dict[str, int] = {}  # writes and folder replacements, per shard
@@ -65,9 +87,54 @@ class Shards:
         """`method` of `physical`'s shard, as `engine_call` (the engine holds the interpreter for
         the whole call, so holding the guard meanwhile serialises nothing more)."""
         with self.guard:
-            if method in WRITES:
-                self._changed(physical)  # before: a write that fails half-way changed it too
-            return engine_call(getattr(self.shard(physical), method), *args)
+            if method not in WRITES:
+                return engine_call(getattr(self.shard(physical), method), *args)
+            while self._paused[physical]:
+                self._resumed.wait()  # the guard is free meanwhile
+            self._changed(physical)  # before: a write that fails half-way changed it too
+            journal = self._journals.get(physical)
+            try:
+                done = engine_call(getattr(self.shard(physical), method), *args)
+            except BaseException:
+                if journal is not None:
+                    journal.cancel("a write failed while the index was built aside")
+                raise
+            if journal is not None:
+                journal.writes.append((method, args))
+            return done
+
+    @contextmanager
+    def journalled(self, physical: str) -> Iterator[Journal]:
+        """`physical`'s writes recorded in the journal yielded until the block ends (begun while
+        they are paused, the journal holds every write since the copy the caller took)."""
+        with self.guard:
+            if physical in self._journals:
+                raise RuntimeError(f"'{physical}' is already journalled")
+            journal = self._journals[physical] = Journal()
+        try:
+            yield journal
+        finally:
+            with self.guard:
+                self._journals.pop(physical, None)
+
+    @contextmanager
+    def writes_paused(self, physical: str) -> Iterator[None]:
+        """`physical`'s writes wait until the block ends; its reads go on."""
+        with self.guard:
+            self._paused[physical] += 1
+        try:
+            yield
+        finally:
+            with self.guard:
+                self._paused -= Counter({physical: 1})
+                self._resumed.notify_all()
+
+    def cancel(self, physical: str, reason: str) -> None:
+        """A copy of `physical` being built must not replace it (no-op when none is)."""
+        with self.guard:
+            journal = self._journals.get(physical)
+            if journal is not None:
+                journal.cancel(reason)
 
     def create(self, physical: str, config: qe.EdgeConfig) -> None:
         with self.guard:
@@ -89,6 +156,7 @@ class Shards:
         """`physical`'s shard closed, and no call made, while its folder (yielded) is replaced;
         the next call opens what the folder then holds."""
         with self.guard:
+            self.cancel(physical, "the collection was dropped or replaced meanwhile")
             shard = self._open.pop(physical, None)
             if shard is not None:
                 shard.close()

@@ -17,7 +17,10 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
+
+STOP_POLL_S = 0.05  # how often a child that may be stopped is looked at
 
 
 def copy_aside(source: Path, target: Path, reserve: int = 0) -> None:
@@ -26,14 +29,25 @@ def copy_aside(source: Path, target: Path, reserve: int = 0) -> None:
     run_script(__file__, target, str(source), str(target), str(reserve))
 
 
-def run_script(script: str, path: Path, *args: str) -> None:
+def run_script(script: str, path: Path, *args: str, stop: threading.Event | None = None) -> None:
     """`script` (a file that imports only the standard library and the engine, so it starts in
     milliseconds) run with `args` in a child process; its failure raised as an OSError about
-    `path` with the errno it exited with (EIO when none) and its last line on stderr."""
-    done = subprocess.run([sys.executable, "-I", script, *args], capture_output=True, text=True)
-    if done.returncode:
-        message = done.stderr.strip().splitlines()[-1:] or [f"exit status {done.returncode}"]
-        code = done.returncode if done.returncode in errno.errorcode else errno.EIO
+    `path` with the errno it exited with (EIO when none) and its last line on stderr. Once `stop`
+    is set the child is killed (ECANCELED)."""
+    command = [sys.executable, "-I", script, *args]
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as child:
+        while True:
+            try:
+                _, stderr = child.communicate(timeout=None if stop is None else STOP_POLL_S)
+                break
+            except subprocess.TimeoutExpired:
+                if stop is not None and stop.is_set():
+                    child.kill()
+                    child.communicate()
+                    raise OSError(errno.ECANCELED, "cancelled", str(path)) from None
+    if child.returncode:
+        message = stderr.strip().splitlines()[-1:] or [f"exit status {child.returncode}"]
+        code = child.returncode if child.returncode in errno.errorcode else errno.EIO
         raise OSError(code, message[0], str(path))
 
 

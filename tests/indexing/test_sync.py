@@ -173,7 +173,8 @@ def test_dimension_mismatch_refuses_writes(
 def test_embedder_outage_writes_nothing(
     tmp_path: Path, kb: Path, fake_ollama: FakeOllama, make_settings, open_hub
 ) -> None:
-    embedder = {"provider": "ollama", "model": "nomic-embed-text", "dim": 768}
+    # no retries: the first 500 gives up (retries: tests/embedding/test_embedding_server.py)
+    embedder = {"provider": "ollama", "model": "nomic-embed-text", "dim": 768, "retry_wait_s": 0}
     config = write_config(tmp_path / "c.yaml", {"docs": hash_collection(kb, embedder=embedder)})
     hub = open_hub(make_settings(config, ollama_url=fake_ollama.url))
     docs = hub.collection("docs")

@@ -230,7 +230,8 @@ def test_auth_off_opens_everything(plain_server: LiveServer) -> None:
 def test_embedder_outage_keeps_the_old_version(
     tmp_path: Path, engine: str, fake_ollama: FakeOllama, make_settings, serve
 ) -> None:
-    embedder = {"provider": "ollama", "model": "nomic-embed-text", "dim": 768}
+    # no retries: the first 500 gives up (retries: tests/embedding/test_embedding_server.py)
+    embedder = {"provider": "ollama", "model": "nomic-embed-text", "dim": 768, "retry_wait_s": 0}
     config = write_config(tmp_path / "c.yaml", {"docs": hash_collection(embedder=embedder)})
     server = serve(make_settings(config, engine, ollama_url=fake_ollama.url))
     with rag(server) as http:

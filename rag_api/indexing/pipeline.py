@@ -1,0 +1,200 @@
+"""Documents read -> the store, in stages that overlap: while one group of documents is being
+embedded, the next is labelled and the one before is written, and the reader (the folder's
+scan, a source's listing) reads on. A sync then takes about as long as its slowest stage, not
+the sum of them.
+
+    reader --put()--> [documents] -> label -> [groups] -> embed -> [groups] -> write
+
+A group is written as its documents' vectors come (ingest.commit_group): a document whose
+vectors could not be made is reported and left as it was. The queues between the stages are
+bounded (WAITING documents, one group each), so memory stays flat however many documents come.
+A group takes the collection's write batch from its labelling to its writing (a migration's
+alias swap waits for it). A failure stops what follows: the reader's next `put` raises
+PipelineFailed, `finish` the failure itself; what was written stays. A server that stopped
+answering (Embedded.down) stops it too, once the documents embedded before are written.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import Any
+
+from rag_api.embedding.embedders import Embedded
+from rag_api.errors import EmbedderUnavailable
+from rag_api.indexing.ingest import (
+    EMBED_BATCH_CHUNKS,
+    DocumentWrite,
+    NotWritten,
+    WriteStats,
+    commit_group,
+    embed_each,
+)
+from rag_api.indexing.throughput import Throughput
+from rag_api.points.collection import Collection
+from rag_api.points.write_batch import Batch
+
+log = logging.getLogger("rag_api.indexing.pipeline")
+Done = Callable[[DocumentWrite, WriteStats], None]
+WAITING = 64  # documents read and waiting to be labelled: the reader pauses beyond
+QUIET_S = 0.05  # a group goes on once nothing more came for this long (a slow reader)
+_END = object()
+
+
+class PipelineFailed(Exception):
+    """A stage failed: the reader stops; `finish` raises the failure."""
+
+
+@dataclass
+class _Group:
+    writes: list[DocumentWrite]
+    held: ExitStack  # the collection's write batch, from the labelling to the writing
+    batch: Batch
+    texts: list[list[str]] = field(default_factory=list)  # each write's texts to embed
+    embedded: Embedded | None = None
+
+
+class Pipeline:
+    """`put` documents from one reading thread, then `finish`."""
+
+    def __init__(
+        self,
+        collection: Collection,
+        on_done: Done,
+        on_failed: NotWritten,
+        throughput: Throughput | None = None,
+    ) -> None:
+        self.collection = collection
+        self.on_done = on_done
+        self.on_failed = on_failed
+        self.throughput = throughput or Throughput()
+        self.error: BaseException | None = None
+        self._documents: queue.Queue[Any] = queue.Queue(maxsize=WAITING)
+        self._embedding: queue.Queue[Any] = queue.Queue(maxsize=1)
+        self._writing: queue.Queue[Any] = queue.Queue(maxsize=1)
+        self._threads = [
+            threading.Thread(target=stage, name=f"rag-ingest-{name}", daemon=True)
+            for name, stage in (
+                ("label", self._label),
+                ("embed", self._embed),
+                ("write", self._write),
+            )
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def put(self, write: DocumentWrite) -> None:
+        if self.error is not None:
+            raise PipelineFailed(str(self.error))
+        self._documents.put(write)
+
+    def finish(self) -> None:
+        """Write what is left and wait for it; the first failure raised."""
+        self._documents.put(_END)
+        for thread in self._threads:
+            thread.join()
+        if self.error is not None:
+            raise self.error
+
+    def __enter__(self) -> Pipeline:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is None:
+            self.finish()
+        else:  # the reader failed: what was read is still written, the reader's error raised
+            try:
+                self.finish()
+            except Exception:
+                log.exception("%s: writing what was read", self.collection.name)
+
+    # --- the stages, each on its own thread -------------------------------------------------------
+
+    def _label(self) -> None:
+        writes: list[DocumentWrite] = []
+        size = 0
+        while True:
+            try:
+                item = self._documents.get(timeout=QUIET_S if writes else None)
+            except queue.Empty:
+                item = None
+            if item is not None and item is not _END:
+                writes.append(item)
+                size += len(item.chunks)
+                if size < EMBED_BATCH_CHUNKS:
+                    continue
+            if writes and self.error is None:
+                self._guarded(self._group, writes)
+            writes, size = [], 0
+            if item is _END:
+                self._embedding.put(_END)
+                return
+
+    def _group(self, writes: list[DocumentWrite]) -> None:
+        held = ExitStack()
+        try:
+            batch = held.enter_context(self.collection.batch())
+            group = _Group(writes, held, batch)
+            group.texts = [write.prepare(batch) for write in writes]
+        except BaseException:
+            held.close()
+            raise
+        self._embedding.put(group)
+
+    def _embed(self) -> None:
+        while (group := self._embedding.get()) is not _END:
+            if self.error is not None:
+                group.held.close()
+                continue
+            started = time.monotonic()
+            try:
+                group.embedded = embed_each(
+                    self.collection, [t for own in group.texts for t in own]
+                )
+            except BaseException as exc:
+                group.held.close()
+                self._failed(exc)
+                continue
+            self.throughput.embedded(group.embedded, time.monotonic() - started)
+            self._writing.put(group)  # written even when the server went down meanwhile
+            if group.embedded.down is not None:
+                self._failed(EmbedderUnavailable(self.collection.embedder_id, group.embedded.down))
+        self._writing.put(_END)
+
+    def _write(self) -> None:
+        broken = False  # a write failed: nothing more is written
+        while (group := self._writing.get()) is not _END:
+            with group.held:
+                if broken:
+                    continue
+                try:
+                    commit_group(
+                        group.batch,
+                        group.writes,
+                        group.texts,
+                        group.embedded,
+                        self._done,
+                        self.on_failed,
+                    )
+                except BaseException as exc:
+                    broken = True
+                    self._failed(exc)
+
+    def _done(self, write: DocumentWrite, stats: WriteStats) -> None:
+        self.throughput.written(stats.written)  # first: what on_done shows counts it
+        self.on_done(write, stats)
+
+    def _guarded(self, step: Callable[..., None], *args: Any) -> None:
+        try:
+            step(*args)
+        except BaseException as exc:
+            self._failed(exc)
+
+    def _failed(self, exc: BaseException) -> None:
+        if self.error is None:
+            self.error = exc
