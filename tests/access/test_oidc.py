@@ -36,6 +36,16 @@ GRANTS = [  # a group per collection; operations and metrics by scope
 ]
 
 
+async def listed_over_mcp(url: str, client: httpx2.AsyncClient) -> list[str]:
+    """The collections MCP's list_collections names, asked at `url`/mcp through `client` (which
+    carries the caller's credentials), closed after."""
+    async with client, streamable_http_client(f"{url}/mcp", http_client=client) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            listed = await session.call_tool("list_collections", {})
+            return [c["name"] for c in json.loads(listed.content[0].text)["collections"]]
+
+
 def world(tmp_path: Path, provider: Any, port: int, grants: list | None = GRANTS) -> Path:
     """Two collections, each with one passage, whose hub takes `provider`'s tokens."""
     collections = {}
@@ -97,16 +107,10 @@ def test_a_groups_token_reads_its_collection_and_not_the_other(hub) -> None:
     )
     assert "30 days" in reply.choices[0].message.content
 
-    async def tools() -> list[str]:
-        headers = {"Authorization": f"Bearer {sales}"}
-        async with httpx2.AsyncClient(headers=headers, timeout=60) as raw:
-            async with streamable_http_client(f"{url}/mcp", http_client=raw) as (read, write):
-                async with ClientSession(read, write) as session:
-                    await session.initialize()
-                    listed = await session.call_tool("list_collections", {})
-                    return [c["name"] for c in json.loads(listed.content[0].text)["collections"]]
-
-    assert asyncio.run(tools()) == ["sales"]
+    headers = {"Authorization": f"Bearer {sales}"}
+    assert asyncio.run(listed_over_mcp(url, httpx2.AsyncClient(headers=headers, timeout=60))) == [
+        "sales"
+    ]
     assert search(url, KEY, "sales").status_code == 200  # the hub's own keys work beside tokens
 
 
@@ -254,23 +258,16 @@ def test_the_protected_resource_metadata_and_an_mcp_client_that_finds_it(hub) ->
     assert str(metadata.resource).rstrip("/") == f"{url}/mcp"
     assert [str(a).rstrip("/") for a in metadata.authorization_servers] == [provider.issuer]
 
-    async def connected() -> list[str]:
-        auth = ClientCredentialsOAuthProvider(
-            server_url=f"{url}/mcp",
-            storage=_Memory(),
-            client_id="team-a",
-            client_secret="team-a-secret",
-            scope="rag:read:docs",
-            issuer=provider.issuer,
-        )
-        async with httpx2.AsyncClient(auth=auth, timeout=60) as raw:
-            async with streamable_http_client(f"{url}/mcp", http_client=raw) as (read, write):
-                async with ClientSession(read, write) as session:
-                    await session.initialize()
-                    listed = await session.call_tool("list_collections", {})
-                    return [c["name"] for c in json.loads(listed.content[0].text)["collections"]]
-
-    assert asyncio.run(connected()) == ["support"]  # the 401, the metadata, a token, the tools
+    auth = ClientCredentialsOAuthProvider(
+        server_url=f"{url}/mcp",
+        storage=_Memory(),
+        client_id="team-a",
+        client_secret="team-a-secret",
+        scope="rag:read:docs",
+        issuer=provider.issuer,
+    )
+    listed = asyncio.run(listed_over_mcp(url, httpx2.AsyncClient(auth=auth, timeout=60)))
+    assert listed == ["support"]  # the 401, the metadata, a token, the tools
 
 
 def test_without_a_provider_nothing_is_published(tmp_path, make_settings, serve) -> None:
