@@ -176,6 +176,23 @@ def write_documents(
     return total
 
 
+def log_written(
+    logger: logging.Logger, collection: Collection, name: str, stats: WriteStats, **extra: Any
+) -> None:
+    """The `indexed` event of a document written (a folder's file, a source's document): its
+    chunks, how many were embedded, reused and deleted; `extra` adds to the record's fields."""
+    logger.info(
+        "%s: indexed %s: %d chunks (embedded %d, reused %d, deleted %d)",
+        collection.name,
+        name,
+        stats.written,
+        stats.embedded,
+        stats.reused,
+        stats.deleted,
+        extra={"event": "indexed", "collection": collection.name, "chunks": stats.written, **extra},
+    )
+
+
 def commit_group(
     batch: Batch,
     writes: Sequence[DocumentWrite],

@@ -12,7 +12,7 @@ from rag_api import payload
 from rag_api.errors import MassRemoval
 from rag_api.indexing import kb
 from rag_api.indexing.chunking import UnreadableFile, read_chunks, reading_identity
-from rag_api.indexing.ingest import DocumentWrite, WriteStats
+from rag_api.indexing.ingest import DocumentWrite, WriteStats, log_written
 from rag_api.indexing.ocr import OcrOptions
 from rag_api.indexing.pipeline import Pipeline, PipelineFailed
 from rag_api.indexing.throughput import Throughput
@@ -284,22 +284,8 @@ def index_files(
         report.per_file[rel] = stats
         report.stats.add(stats)
         was = write.reuse_from.files if write.reuse_from is not None else None  # (old path,)
-        log.info(
-            "%s: indexed %s%s: %d chunks (embedded %d, reused %d, deleted %d)",
-            collection.name,
-            rel,
-            f" (renamed from {was[0]})" if was else "",
-            stats.written,
-            stats.embedded,
-            stats.reused,
-            stats.deleted,
-            extra={
-                "event": "indexed",
-                "collection": collection.name,
-                "file": rel,
-                "chunks": stats.written,
-            },
-        )
+        named = f"{rel} (renamed from {was[0]})" if was else rel
+        log_written(log, collection, named, stats, file=rel)
         if progress:
             progress(1)
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from rag_api import payload
 from rag_api.indexing.chunking import UnreadableFile
-from rag_api.indexing.ingest import DocumentWrite, NotWritten, WriteStats
+from rag_api.indexing.ingest import DocumentWrite, NotWritten, WriteStats, log_written
 from rag_api.indexing.pipeline import Done, Pipeline, PipelineFailed
 from rag_api.indexing.sync import mass_removal
 from rag_api.indexing.throughput import Throughput
@@ -204,16 +204,7 @@ def _writes_heard(
 
     def done(write: DocumentWrite, stats: WriteStats) -> None:
         report.written(stats)
-        log.info(
-            "%s: indexed %s: %d chunks (embedded %d, reused %d, deleted %d)",
-            collection.name,
-            write.scope.sources[0],
-            stats.written,
-            stats.embedded,
-            stats.reused,
-            stats.deleted,
-            extra={"event": "indexed", "collection": collection.name, "chunks": stats.written},
-        )
+        log_written(log, collection, write.scope.sources[0], stats)
 
     def failed(write: DocumentWrite, reason: str) -> None:
         name = write.scope.sources[0]
