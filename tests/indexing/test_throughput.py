@@ -9,6 +9,10 @@ from typing import Any
 
 from prometheus_client import REGISTRY
 
+from rag_api.indexing.chunking import Chunk
+from rag_api.indexing.ingest import DocumentWrite, WriteStats
+from rag_api.indexing.pipeline import Pipeline
+from rag_api.store import Selector
 from tests.conftest import hash_collection, run_cli, write_config
 from tests.sources.conftest import finished
 from tests.sources.test_git import FILES, git_block
@@ -71,3 +75,23 @@ def test_a_source_syncs_job_shows_the_servers_latency_and_retries(
     assert detail["embedding_retries"] == 2 and detail["embedding_latency_ms"] > 0
     assert detail["chunks_per_s"] > 0
     assert _retries("429") - before == 2
+
+
+def test_a_documents_chunks_are_counted_before_it_is_reported(
+    tmp_path: Path, make_settings, open_hub
+) -> None:
+    """What a progress callback shows (the bar's chunks/s) already counts the document it is
+    told of: the last file of a sync is not missing from the rate."""
+    config = write_config(tmp_path / "c.yaml", {"docs": hash_collection(None)})
+    collection = open_hub(make_settings(config)).collection("docs")
+    counted: list[tuple[int, int]] = []  # chunks written so far, chunks the pace had counted
+
+    def done(write: DocumentWrite, stats: WriteStats) -> None:
+        total = (counted[-1][0] if counted else 0) + stats.written
+        counted.append((total, pipeline.throughput.chunks))
+
+    with Pipeline(collection, done, lambda write, reason: None) as pipeline:
+        for n in range(5):
+            chunks = [Chunk(f"Note {n}, part {i}.", f"api/{n}", i) for i in range(n + 1)]
+            pipeline.put(DocumentWrite(collection, Selector(sources=(f"api/{n}",)), chunks, {}))
+    assert [paced for _, paced in counted] == [total for total, _ in counted] == [1, 3, 6, 10, 15]
