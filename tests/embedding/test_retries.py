@@ -53,7 +53,10 @@ def test_the_pause_asked_in_each_header_form() -> None:
     assert asked_pause_s(_answer(**{"retry-after": "soon"})) is None
     now = time.time()
     dated = _answer(**{"retry-after": formatdate(now + 30, usegmt=True)})
-    assert asked_pause_s(dated, now=now) == pytest.approx(30, abs=1)
+    assert asked_pause_s(dated) == pytest.approx(30, abs=2)  # against the clock
+    assert asked_pause_s(dated, now=now - 100) == pytest.approx(130, abs=1)  # against `now`
+    past = _answer(**{"retry-after": formatdate(now - 30, usegmt=True)})
+    assert asked_pause_s(past, now=now) == 0.0
     assert asked_pause_s(_answer(**{"retry-after-ms": "x", "retry-after": "4"})) == 4.0
 
 
