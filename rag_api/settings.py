@@ -102,6 +102,9 @@ class Settings(BaseSettings):
     max_file_bytes: int = Field(default=DEFAULT_MAX_BYTES, gt=0)  # larger kb files are skipped
     watch_debounce_s: float = Field(default=1.0, ge=0)  # a file is indexed once quiet this long
     watch_rescan_s: float = Field(default=300.0, ge=0)  # full reconcile period; 0 = only at start
+    # processes reading and chunking the files of a big sync (rag_api/indexing/read_pool.py);
+    # unset = the cores but one, 0 = read in the syncing thread
+    read_workers: int | None = Field(default=None, ge=0, le=64)
     # OCR (rag_api/indexing/ocr.py): a scanned page or image Tesseract has not read by then is
     # stopped and reported, and the rest of its file is indexed
     ocr_page_timeout_s: float = Field(default=60.0, gt=0, le=3600)

@@ -88,7 +88,7 @@ def read_chunks(
             raise UnreadableFile(exc.strerror or str(exc)) from exc
     if kind == "jsonl":
         return parse_jsonl(decode_text(data), source)
-    scans = ScanReader(ocr_options)
+    scans = ScanReader(ocr_options if kind in OCR_KINDS else None)  # others need no Tesseract
     chunks: list[Chunk] = []
     sections = _sections(kind, path, data, chunking.size, scans, content_only)
     title = next((section.title for section in sections if section.title), None)

@@ -108,8 +108,8 @@ def missing_reason(options: OcrOptions) -> str | None:
 
 def engine(options: OcrOptions) -> Engine | None:
     """The Tesseract this collection reads with; None when OCR is off or not installed."""
-    binary = find_tesseract()
-    if not options.enabled or binary is None:
+    binary = find_tesseract() if options.enabled else None
+    if binary is None:
         return None
     wanted = pack(options.language)
     packs = installed_packs(binary)

@@ -3,15 +3,20 @@ embedded, the next is labelled and the one before is written, and the reader (th
 scan, a source's listing) reads on. A sync then takes about as long as its slowest stage, not
 the sum of them.
 
-    reader --put()--> [documents] -> label -> [groups] -> embed -> [groups] -> write
+    reader --put()--> [inbox] -> label -> [groups] -> embed --> [inbox] -> write
 
-A group is written as its documents' vectors come (ingest.commit_group): a document whose
-vectors could not be made is reported and left as it was. The queues between the stages are
-bounded (WAITING documents, one group each), so memory stays flat however many documents come.
-A group takes the collection's write batch from its labelling to its writing (a migration's
-alias swap waits for it). A failure stops what follows: the reader's next `put` raises
-PipelineFailed, `finish` the failure itself; what was written stays. A server that stopped
-answering (Embedded.down) stops it too, once the documents embedded before are written.
+Labelling and writing are pure Python and share one thread (threads that compute take turns on
+the interpreter, and more of them on more cores only add the handing over: docs/performance.md);
+embedding, a server's requests in flight or a model's native code, has its own. The labelling
+thread takes what comes to its inbox in order: documents, grouped and labelled, and groups back
+from the embedding, written. A group is written as its documents' vectors come
+(ingest.commit_group): a document whose vectors could not be made is reported and left as it
+was. At most WAITING documents wait (the reader pauses beyond) and one group waits to be
+embedded, so memory stays flat however many documents come. A group takes the collection's write
+batch from its labelling to its writing (a migration's alias swap waits for it). A failure stops
+what follows: the reader's next `put` raises PipelineFailed, `finish` the failure itself; what was
+written stays. A server that stopped answering (Embedded.down) stops it too, once the documents
+embedded before are written.
 """
 
 from __future__ import annotations
@@ -43,7 +48,8 @@ log = logging.getLogger("rag_api.indexing.pipeline")
 Done = Callable[[DocumentWrite, WriteStats], None]
 WAITING = 64  # documents read and waiting to be labelled: the reader pauses beyond
 QUIET_S = 0.05  # a group goes on once nothing more came for this long (a slow reader)
-_END = object()
+_END = object()  # the reader is done
+_EMBEDDED = object()  # the embedding is done: every group came back
 
 
 class PipelineFailed(Exception):
@@ -74,16 +80,13 @@ class Pipeline:
         self.on_failed = on_failed
         self.throughput = throughput or Throughput()
         self.error: BaseException | None = None
-        self._documents: queue.Queue[Any] = queue.Queue(maxsize=WAITING)
+        # documents (WAITING at most, `_room`) and embedded groups, for the labelling thread
+        self._inbox: queue.Queue[Any] = queue.Queue()
+        self._room = threading.Semaphore(WAITING)
         self._embedding: queue.Queue[Any] = queue.Queue(maxsize=1)
-        self._writing: queue.Queue[Any] = queue.Queue(maxsize=1)
         self._threads = [
             threading.Thread(target=stage, name=f"rag-ingest-{name}", daemon=True)
-            for name, stage in (
-                ("label", self._label),
-                ("embed", self._embed),
-                ("write", self._write),
-            )
+            for name, stage in (("label", self._label_and_write), ("embed", self._embed))
         ]
         for thread in self._threads:
             thread.start()
@@ -91,11 +94,12 @@ class Pipeline:
     def put(self, write: DocumentWrite) -> None:
         if self.error is not None:
             raise PipelineFailed(str(self.error))
-        self._documents.put(write)
+        self._room.acquire()
+        self._inbox.put(write)
 
     def finish(self) -> None:
         """Write what is left and wait for it; the first failure raised."""
-        self._documents.put(_END)
+        self._inbox.put(_END)
         for thread in self._threads:
             thread.join()
         if self.error is not None:
@@ -113,17 +117,24 @@ class Pipeline:
             except Exception:
                 log.exception("%s: writing what was read", self.collection.name)
 
-    # --- the stages, each on its own thread -------------------------------------------------------
+    # --- the stages: labelling and writing on one thread, embedding on another -------------------
 
-    def _label(self) -> None:
+    def _label_and_write(self) -> None:
         writes: list[DocumentWrite] = []
         size = 0
+        broken = False  # a write failed: nothing more is written
         while True:
             try:
-                item = self._documents.get(timeout=QUIET_S if writes else None)
+                item = self._inbox.get(timeout=QUIET_S if writes else None)
             except queue.Empty:
                 item = None
-            if item is not None and item is not _END:
+            if isinstance(item, _Group):
+                broken = self._write(item, broken)
+                continue
+            if item is _EMBEDDED:
+                return
+            if isinstance(item, DocumentWrite):
+                self._room.release()
                 writes.append(item)
                 size += len(item.chunks)
                 if size < EMBED_BATCH_CHUNKS:
@@ -133,7 +144,6 @@ class Pipeline:
             writes, size = [], 0
             if item is _END:
                 self._embedding.put(_END)
-                return
 
     def _group(self, writes: list[DocumentWrite]) -> None:
         held = ExitStack()
@@ -161,29 +171,29 @@ class Pipeline:
                 self._failed(exc)
                 continue
             self.throughput.embedded(group.embedded, time.monotonic() - started)
-            self._writing.put(group)  # written even when the server went down meanwhile
+            self._inbox.put(group)  # written even when the server went down meanwhile
             if group.embedded.down is not None:
                 self._failed(EmbedderUnavailable(self.collection.embedder_id, group.embedded.down))
-        self._writing.put(_END)
+        self._inbox.put(_EMBEDDED)
 
-    def _write(self) -> None:
-        broken = False  # a write failed: nothing more is written
-        while (group := self._writing.get()) is not _END:
-            with group.held:
-                if broken:
-                    continue
-                try:
-                    commit_group(
-                        group.batch,
-                        group.writes,
-                        group.texts,
-                        group.embedded,
-                        self._done,
-                        self.on_failed,
-                    )
-                except BaseException as exc:
-                    broken = True
-                    self._failed(exc)
+    def _write(self, group: _Group, broken: bool) -> bool:
+        """Write an embedded group (unless a write failed before); whether writing is broken."""
+        with group.held:
+            if broken:
+                return True
+            try:
+                commit_group(
+                    group.batch,
+                    group.writes,
+                    group.texts,
+                    group.embedded,
+                    self._done,
+                    self.on_failed,
+                )
+            except BaseException as exc:
+                self._failed(exc)
+                return True
+        return False
 
     def _done(self, write: DocumentWrite, stats: WriteStats) -> None:
         self.throughput.written(stats.written)  # first: what on_done shows counts it

@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from rag_api import payload
 from rag_api.errors import MassRemoval
 from rag_api.indexing import kb
-from rag_api.indexing.chunking import UnreadableFile, read_chunks, reading_identity
+from rag_api.indexing.chunking import ReadResult, UnreadableFile, read_chunks, reading_identity
 from rag_api.indexing.ingest import DocumentWrite, WriteStats, log_written
 from rag_api.indexing.ocr import OcrOptions
 from rag_api.indexing.pipeline import Pipeline, PipelineFailed
+from rag_api.indexing.read_pool import FileReader, default_workers
 from rag_api.indexing.throughput import Throughput
 from rag_api.points.collection import Collection
 from rag_api.store import Selector
@@ -132,22 +133,38 @@ def file_write(
     collection: Collection,
     item: kb.KbFile,
     data_hash: str,
+    result: ReadResult,
     renamed_from: str | None = None,
     reembed: bool = False,
-    on_ocr_page: OcrProgress | None = None,
-) -> tuple[DocumentWrite, list[str]]:
-    """The write that makes a kb file's chunks current (reusing the vectors of the file it was
-    renamed from, if any), and the reader's warnings."""
-    on_page = functools.partial(on_ocr_page, item.rel) if on_ocr_page else None
-    result = read_chunks(
-        item.path, item.rel, collection.cfg.chunking, ocr_options(collection, on_page)
-    )
+) -> DocumentWrite:
+    """The write that makes a kb file's chunks current, from its chunks as read (reusing the
+    vectors of the file it was renamed from, if any)."""
     provenance = payload.file_provenance(item.rel, data_hash, len(result.chunks))
     reuse = file_scope([renamed_from]) if renamed_from else None
-    write = DocumentWrite(
+    return DocumentWrite(
         collection, file_scope([item.rel]), result.chunks, provenance, reuse, reembed=reembed
     )
-    return write, result.warnings
+
+
+def file_reader(
+    collection: Collection, files: int, on_ocr_page: OcrProgress | None = None
+) -> FileReader:
+    """What reads a sync's `files` kb files: worker processes when they are many (read_pool)."""
+    settings = collection.embedders.settings
+    workers = settings.read_workers
+    chunking = collection.cfg.chunking
+
+    def read_here(item: kb.KbFile) -> ReadResult:
+        on_page = functools.partial(on_ocr_page, item.rel) if on_ocr_page else None
+        return read_chunks(item.path, item.rel, chunking, ocr_options(collection, on_page))
+
+    return FileReader(
+        chunking,
+        read_here,
+        default_workers() if workers is None else workers,
+        settings.batch_nice,
+        files,
+    )
 
 
 def sync_collection(
@@ -272,7 +289,8 @@ def index_files(
     on_ocr_page: OcrProgress | None = None,
 ) -> None:
     """Index kb files (with their content hash, computed when None) through the stages of
-    rag_api.indexing.pipeline: read here, labelled, embedded and written beside; a file
+    rag_api.indexing.pipeline: read here or in worker processes (read_pool), labelled, embedded
+    and written beside; a file
     `renamed` from another (new path -> old path) reuses that file's vectors, and `reembed`
     ignores the stored vectors of unchanged chunks. A file whose chunks could not be embedded
     is reported in `report.errors` and left as it was (the next sync tries it again)."""
@@ -296,28 +314,24 @@ def index_files(
         if progress:
             progress(1)
 
+    hashed = ((item, current or _hash_file(item, collection, report)) for item, current in items)
+    known = [(item, current) for item, current in hashed if current is not None]
+    reader = file_reader(collection, len(known), on_ocr_page)
     with Pipeline(collection, done, failed, report.throughput) as pipeline:
-        for item, current in items:
-            current = current or _hash_file(item, collection, report)
-            if current is None:
-                continue
-            try:
-                renamed_from = (renamed or {}).get(item.rel)
-                write, warnings = file_write(
-                    collection, item, current, renamed_from, reembed, on_ocr_page
-                )
-            except UnreadableFile as exc:
-                report.errors[item.rel] = str(exc)
-                log.warning("%s: skipped %s: %s", collection.name, item.rel, exc)
+        for item, current, result in reader.read(known):
+            if isinstance(result, UnreadableFile):
+                report.errors[item.rel] = str(result)
+                log.warning("%s: skipped %s: %s", collection.name, item.rel, result)
                 if progress:
                     progress(1)
                 continue
-            if warnings:
-                report.warnings[item.rel] = warnings
-                for warning in warnings:
+            if result.warnings:
+                report.warnings[item.rel] = result.warnings
+                for warning in result.warnings:
                     log.warning("%s: %s: %s", collection.name, item.rel, warning)
+            renamed_from = (renamed or {}).get(item.rel)
             try:
-                pipeline.put(write)
+                pipeline.put(file_write(collection, item, current, result, renamed_from, reembed))
             except PipelineFailed:
                 break  # the pipeline's failure is raised as it finishes
 

@@ -10,6 +10,7 @@ REPEAT_MIN relabels the points that hold it (payload only, no vector is touched)
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections import Counter
@@ -38,20 +39,27 @@ SCAN_FIELDS = [
 
 _MARKERS = re.compile(r"^[\s#>*+\-|•·]+|[\s|]+$")
 _SPACES = re.compile(r"\s+")
-_LETTER = re.compile(r"[^\W\d_]")
+_LETTERS = re.compile(r"[^\W\d_]+")
+
+
+def _count_letters(text: str) -> int:
+    return sum(map(len, _LETTERS.findall(text)))
 
 
 def line_key(line: str) -> tuple[int, int] | None:
     """(key, letters) of a line that can repeat as furniture; None for one too short or long."""
+    return _line(line)[0]
+
+
+def _line(line: str) -> tuple[tuple[int, int] | None, int]:
+    """(line_key, the line's letters): the markers stripped are not letters."""
     text = _MARKERS.sub("", line)
-    if not text or len(text) > MAX_LINE:
-        return None
-    letters = len(_LETTER.findall(text))
-    if letters < 3:
-        return None
+    count = _count_letters(text)
+    if not text or len(text) > MAX_LINE or count < 3:
+        return None, count
     # digits count: "Order 8942 shipped" in three notes is three orders, not furniture (a page
     # number is furniture by itself, rag_api.points.labels)
-    return hash(_SPACES.sub(" ", text.lower())), letters
+    return (hash(_SPACES.sub(" ", text.lower())), count), count
 
 
 def unit_of(source: str, metadata: Mapping[str, Any]) -> str:
@@ -67,9 +75,16 @@ class _Point:
     letters: int  # of the whole chunk
 
 
+@functools.lru_cache(maxsize=4096)  # a chunk is counted as it is labelled, then as it is written
 def _point(text: str, unit: str) -> _Point:
-    keys = tuple(key for line in text.splitlines() if (key := line_key(line)) is not None)
-    return _Point(unit, keys, len(_LETTER.findall(text)))
+    keys = []
+    total = 0
+    for line in text.splitlines():
+        key, count = _line(line)
+        total += count
+        if key is not None:
+            keys.append(key)
+    return _Point(unit, tuple(keys), total)
 
 
 class Census:
