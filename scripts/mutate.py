@@ -37,7 +37,7 @@ BIN = VENV_BIN if (VENV_BIN / "mutmut").exists() else Path(sys.executable).paren
 
 # the modules whose tests are not (only) the folder of their name
 TESTS_FOR = {
-    "rag_api/http/forward.py": ("tests/replicas",),  # a reader forwards writes to the writer
+    "rag_api/http/forward.py": ("tests/http/test_forward.py",),
     "rag_api/store/edge_optimize.py": ("tests/store/test_index_aside.py",),
     "rag_api/jobs": ("tests/jobs", "tests/http/test_jobs.py"),
     "rag_api/replicas/shared_sources.py": ("tests/sources/test_replicas.py",),
