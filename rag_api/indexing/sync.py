@@ -290,9 +290,8 @@ def index_files(
 ) -> None:
     """Index kb files (with their content hash, computed when None) through the stages of
     rag_api.indexing.pipeline: read here or in worker processes (read_pool), labelled, embedded
-    and written beside; a file
-    `renamed` from another (new path -> old path) reuses that file's vectors, and `reembed`
-    ignores the stored vectors of unchanged chunks. A file whose chunks could not be embedded
+    and written beside; a file `renamed` from another (new path -> old path) reuses that file's
+    vectors, and `reembed` ignores the stored vectors of unchanged chunks. A file whose chunks could not be embedded
     is reported in `report.errors` and left as it was (the next sync tries it again)."""
 
     def done(write: DocumentWrite, stats: WriteStats) -> None:
