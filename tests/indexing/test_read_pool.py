@@ -16,8 +16,8 @@ from rag_api.indexing import read_pool
 from rag_api.indexing.chunking import ReadResult, UnreadableFile, read_chunks
 from rag_api.indexing.kb import KbFile
 from rag_api.indexing.read_pool import POOL_MIN_FILES, FileReader
-from rag_api.indexing.sync import sync_collection
-from tests.conftest import hash_collection, write_config
+from rag_api.indexing.sync import file_reader, sync_collection
+from tests.conftest import hash_collection, minilm_collection, write_config
 
 CHUNKING = ChunkingConfig(size=64, overlap=8)
 READY_S = 120  # a worker's start: a fork, and the splitter's sentence model loaded
@@ -161,3 +161,26 @@ def test_a_big_sync_read_by_workers_stores_what_reading_here_stores(
 
     assert results[1] == results[0]
     assert set(results[1][1]) == {"doc0007.md", "scan.pdf"}
+
+
+def test_a_model_on_the_hubs_cpu_keeps_every_core_unless_told(
+    tmp_path: Path, make_settings, open_hub
+) -> None:
+    """An in-process model on the CPU takes every core: a reading worker would slow it."""
+    gpu = minilm_collection()
+    gpu["embedder"] = {**gpu["embedder"], "device": "cuda"}
+    collections = {
+        "served": hash_collection(),  # no model here: the pool reads beside the writing
+        "model": minilm_collection(),
+        "gpu": gpu,
+    }
+    config = write_config(tmp_path / "c.yaml", collections)
+    hub = open_hub(make_settings(config))
+    pools = {name: file_reader(hub.collection(name), POOL_MIN_FILES).pool for name in collections}
+    assert pools["model"] is None
+    expected_pool = read_pool.default_workers() > 0  # none on one core
+    assert (pools["served"] is not None, pools["gpu"] is not None) == (expected_pool,) * 2
+
+    told = make_settings(config, data_dir=tmp_path / "told", read_workers=1)
+    hub = open_hub(told)
+    assert file_reader(hub.collection("model"), POOL_MIN_FILES).pool is not None
