@@ -3,14 +3,15 @@ readers and the splitter's sentence model, pure Python: one core each) beside th
 labels, embeds and writes them, in the order they were listed.
 
 A pool is used for a sync of at least POOL_MIN_FILES files to read, with RAG_READ_WORKERS
-processes (default: the cores but one; 0 reads every file in the syncing thread). It is started
-once per process, at its first such sync, forked from a forkserver that imported the readers, and
-kept for the syncs after. Until its workers have loaded the splitter, the syncing thread reads the
-files itself, so a pool's start costs a sync nothing. Files OCR may read stay in the syncing
-thread (their page progress; Tesseract is a process of its own already). A pool that breaks (a
-worker killed) is dropped and the rest is read in the syncing thread; the next big sync starts a
-new one. Files go to the workers BATCH at a time, at most AHEAD tasks a worker ahead of the
-writing, so memory stays flat.
+processes (default: the cores but one, none beside a model that embeds on this CPU:
+sync.file_reader; 0 reads every file in the syncing thread). It is started once per process, at
+its first such sync, forked from a forkserver that imported the readers, and kept for the syncs
+after. Until its workers have loaded the splitter, the syncing thread reads the files itself, so a
+pool's start costs a sync nothing. Files OCR may read stay in the syncing thread (their page
+progress; Tesseract is a process of its own already). A pool that breaks (a worker killed) is
+dropped and the rest is read in the syncing thread; the next big sync starts a new one. Files go
+to the workers BATCH at a time, at most AHEAD tasks a worker ahead of the writing, so memory
+stays flat.
 """
 
 from __future__ import annotations
