@@ -95,21 +95,20 @@ class Batch:
         if any(not r.seqs for r in replacements):
             self.sequence.prime(physical)  # the first write's scan, outside the readers' way
         deleted: list[int] = []
+
+        def now_in(scope: Selector) -> dict[str, dict[str, Any]]:
+            # read under the lock: a concurrent writer may have added points
+            records = store.iter_records(physical, scope, fields=[payload.SEQ, payload.GEN])
+            return {record.id: record.payload for record in records}
+
         with self._points_lock.write():
             pending = _Pending()
             for r in replacements:
-                # read the scope now, under the lock: a concurrent writer may have added points
-                records = store.iter_records(physical, r.scope, fields=[payload.SEQ, payload.GEN])
-                existing = {rec.id: rec.payload for rec in records}
+                existing = now_in(r.scope)
                 if pending.touches(existing, r.points):
                     self._write(pending)
                     pending = _Pending()
-                    existing = {
-                        rec.id: rec.payload
-                        for rec in store.iter_records(
-                            physical, r.scope, fields=[payload.SEQ, payload.GEN]
-                        )
-                    }
+                    existing = now_in(r.scope)
                 numbers = (
                     list(r.seqs) if r.seqs else self._numbers([p.id for p in r.points], existing)
                 )
