@@ -239,6 +239,9 @@ ALLOWED_GLOBAL_STATE = {
     "rag_api.embedding.embedders:@lru_cache load_sentence_transformer": "read-only torch weights "
     "shared by the hubs of one process (tests, a CLI beside its server): memory, not state",
     "rag_api.settings:_warned mutated": "a warning about the environment logged once per process",
+    "rag_api.points.repetition:@lru_cache _point": MEMO,
+    "rag_api.indexing.read_pool:global _pool": "the process's reading workers: processes started "
+    "once and kept for the syncs after, as the forkserver they come from",
 }
 STATEFUL_TYPES = {  # a module-level instance of these is state, whether or not it is mutated here
     "ThreadPoolExecutor",

@@ -17,7 +17,7 @@ from rag_api.indexing.chunking import Chunk, title_line
 from rag_api.points.collection import Collection
 from rag_api.points.labels import Label, label
 from rag_api.points.repetition import Census, unit_of
-from rag_api.points.write_batch import Batch, Replacement
+from rag_api.points.write_batch import Batch
 from rag_api.store import PointData, Selector
 
 log = logging.getLogger("rag_api.indexing.ingest")
@@ -110,8 +110,7 @@ class DocumentWrite:
         for text, vector in zip(texts, vectors, strict=True):
             self.vectors[content_hash(text, prefix)] = vector
 
-    def replacement(self) -> Replacement:
-        """The document's points, once every vector is there (`accept`)."""
+    def commit(self, batch: Batch) -> WriteStats:
         coll = self.collection
         sparse = coll.sparse.documents(
             [c.text for c in self.chunks], [p.get(payload.TITLE) for p in self.payloads]
@@ -121,14 +120,12 @@ class DocumentWrite:
             PointData(pid, self.vectors[digest], body, sv)
             for pid, body, digest, sv in zip(ids, self.payloads, self.hashes, sparse, strict=True)
         ]
-        return Replacement(self.scope, points, self.seqs)
-
-    def stats(self, deleted: int) -> WriteStats:
+        deleted = batch.replace(self.scope, points, self.seqs)
         return WriteStats(
-            embedded=len(self.chunks) - self.reused,
+            embedded=len(points) - self.reused,
             reused=self.reused,
             deleted=deleted,
-            written=len(self.chunks),
+            written=len(points),
         )
 
 
@@ -205,10 +202,8 @@ def commit_group(
     on_failed: NotWritten,
 ) -> WriteStats:
     """Write each document whose texts (`texts`, in order, as `embedded` holds them) all have
-    their vectors, in one write of the batch (Batch.replace_all); report each other one to
-    `on_failed` with why."""
+    their vectors; report each other one to `on_failed` with why."""
     total = WriteStats()
-    ready: list[DocumentWrite] = []
     start = 0
     for write, own in zip(writes, texts, strict=True):
         span = range(start, start + len(own))
@@ -218,10 +213,7 @@ def commit_group(
             on_failed(write, f"not embedded: {reasons[0]}")
             continue
         write.accept(own, embedded.vectors[span.start : span.stop])
-        ready.append(write)
-    deleted = batch.replace_all([write.replacement() for write in ready]) if ready else []
-    for write, gone in zip(ready, deleted, strict=True):
-        stats = write.stats(gone)
+        stats = write.commit(batch)
         total.add(stats)
         if on_done is not None:
             on_done(write, stats)

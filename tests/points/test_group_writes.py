@@ -1,6 +1,6 @@
-"""A group of documents replaced in one write (Batch.replace_all, as the indexing pipeline writes a
-group): the same points, chunk numbers and counts as replacing them one by one, and a document
-named twice in one group ends as its last replacement says."""
+"""Several documents written together (write_documents, as the indexing pipeline writes a group):
+the same points, chunk numbers and counts as writing them one by one, and a document named twice
+in one group ends as its last write says."""
 
 from __future__ import annotations
 
