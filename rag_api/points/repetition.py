@@ -46,13 +46,9 @@ def _count_letters(text: str) -> int:
     return sum(map(len, _LETTERS.findall(text)))
 
 
-def line_key(line: str) -> tuple[int, int] | None:
-    """(key, letters) of a line that can repeat as furniture; None for one too short or long."""
-    return _line(line)[0]
-
-
 def _line(line: str) -> tuple[tuple[int, int] | None, int]:
-    """(line_key, the line's letters): the markers stripped are not letters."""
+    """((key, letters) of a line that can repeat as furniture, None for one too short or long;
+    the line's letters: the markers stripped are not letters)."""
     text = _MARKERS.sub("", line)
     count = _count_letters(text)
     if not text or len(text) > MAX_LINE or count < 3:
