@@ -57,9 +57,11 @@ def index(kb: Path, work: Path, embedder: dict) -> dict[str, float]:
             "# Warm up\n\n" + "The splitter loads its model. " * 200, ChunkingConfig(**CHUNKING)
         )
         _start_read_pool(collection)
+        idle = _idle()
         started = time.perf_counter()
         report = sync_collection(collection)
         seconds = time.perf_counter() - started
+        busy = _busy_since(idle)
         chunks = collection.count()
         assert chunks == report.stats.embedded, "every chunk embedded once"
         assert sync_collection(collection).stats.embedded == 0, "nothing the second time"
@@ -70,9 +72,25 @@ def index(kb: Path, work: Path, embedder: dict) -> dict[str, float]:
             "seconds": seconds,
             "chunks/s": chunks / seconds,
             "embed s": embed_s,
+            "busy": busy,
         }
     finally:
         hub.close()
+
+
+def _idle() -> tuple[int, int]:
+    """The machine's CPU time so far, all of it and idle (/proc/stat, in clock ticks)."""
+    with open("/proc/stat") as stat:
+        ticks = [int(n) for n in stat.readline().split()[1:]]
+    return sum(ticks), ticks[3] + ticks[4]  # idle and waiting for I/O
+
+
+def _busy_since(start: tuple[int, int]) -> float:
+    """How many of the machine's cores were busy since `start`, on average (every process: the
+    hub's, its reading workers and the embedding server)."""
+    total, idle = _idle()
+    spent = total - start[0]
+    return len(os.sched_getaffinity(0)) * (1 - (idle - start[1]) / spent) if spent else 0.0
 
 
 def _start_read_pool(collection) -> None:
@@ -91,8 +109,17 @@ def _start_read_pool(collection) -> None:
 def in_child(tree: Path, kb: Path, work: Path, embedder: dict) -> dict[str, float]:
     """`index` with the code of `tree`, in a process of its own."""
     env = {**os.environ, "BENCH_TREE": str(tree)}
-    command = [sys.executable, __file__, "_one", str(kb), str(work), json.dumps(embedder)]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    command = [
+        sys.executable,
+        str(ROOT / "scripts" / "bench_ingest.py"),
+        "_one",
+        str(kb),
+        str(work),
+    ]
+    command.append(json.dumps(embedder))
+    # in the tree: the reading pool's forkserver (python -c) imports rag_api from its working
+    # directory first, and Python 3.11's forkserver ignores the parent's sys.path
+    done = subprocess.run(command, env=env, cwd=tree, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.splitlines()[-1])
 
 
@@ -129,6 +156,7 @@ def remote(args: argparse.Namespace, kb: Path, tmp: Path) -> None:
         print(
             f"  {name:<14} {rate:8.0f} chunks/s ({row['seconds']:5.1f} s; embedding {row['embed s']:5.1f} s)"
             f"   x{rate / base:5.2f} of concurrency 1   x{rate / floor:4.2f} of the floor"
+            f"   cores busy {row['busy']:.2f}"
         )
 
 
@@ -140,7 +168,8 @@ def onnx(args: argparse.Namespace, kb: Path, tmp: Path) -> None:
     before, now = rows["before"], rows["now"]
     print(f"{args.docs} SciFact files, {now['chunks']:.0f} chunks, all-MiniLM-L6-v2 on ONNX")
     for name, row in rows.items():
-        print(f"  {name:<7} {row['chunks/s']:7.1f} chunks/s ({row['seconds']:5.1f} s)")
+        print(f"  {name:<7} {row['chunks/s']:7.1f} chunks/s ({row['seconds']:5.1f} s)", end="")
+        print(f"   cores busy {row.get('busy', float('nan')):.2f}")
     print(f"  now: the embedding stage {now['embed s']:.1f} s of the {now['seconds']:.1f} s")
     print(f"  now / before: x{now['chunks/s'] / before['chunks/s']:.2f}  (before: {args.before})")
 

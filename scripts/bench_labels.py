@@ -301,7 +301,7 @@ def unlabelled(active: bool) -> Iterator[None]:
         yield
         return
     saved = (ingest.chunk_label, repetition.Repetition.census, repetition.Repetition.written)
-    ingest.chunk_label = lambda chunk, language, census: Label("prose", 1.0)
+    ingest.chunk_label = lambda chunk, language, census, alone=None: Label("prose", 1.0)
     repetition.Repetition.census = lambda self, physical, language: repetition.Census()
     repetition.Repetition.written = lambda self, *args: None
     try:

@@ -64,6 +64,7 @@ class Chunk:
 class ReadResult:
     chunks: list[Chunk]
     warnings: list[str] = field(default_factory=list)
+    facts: Any = None  # text_facts.TextFacts worked out by a reading worker (read_pool)
 
 
 def read_chunks(

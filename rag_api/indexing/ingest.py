@@ -13,9 +13,10 @@ import numpy as np
 from rag_api import payload
 from rag_api.embedding.embedders import Embedded
 from rag_api.errors import EmbedderUnavailable
-from rag_api.indexing.chunking import Chunk, title_line
+from rag_api.indexing.chunking import Chunk
+from rag_api.indexing.text_facts import TextFacts, document_titles
 from rag_api.points.collection import Collection
-from rag_api.points.labels import Label, label
+from rag_api.points.labels import BOILERPLATE_SHARE, Label, label
 from rag_api.points.repetition import Census, unit_of
 from rag_api.points.write_batch import Batch
 from rag_api.store import PointData, Selector
@@ -64,6 +65,7 @@ class DocumentWrite:
     reuse_from: Selector | None = None  # more points whose vectors may be reused (a renamed file)
     seqs: list[int] | None = None  # chunk numbers chosen by the caller (else kept or allocated)
     reembed: bool = False  # embed every chunk anew, ignoring stored vectors (a forced rebuild)
+    facts: TextFacts | None = None  # worked out where the chunks were read (else here)
     hashes: list[str] = field(init=False, default_factory=list)
     payloads: list[dict[str, Any]] = field(init=False, default_factory=list)
     vectors: dict[str, np.ndarray | list[float]] = field(init=False, default_factory=dict)
@@ -77,6 +79,8 @@ class DocumentWrite:
         self.hashes = [content_hash(c.text, prefix) for c in self.chunks]
         titles = document_titles(self.chunks)
         census = batch.census() if self.chunks else None
+        facts = self._facts()
+        known = facts.labels if facts is not None else [None] * len(self.chunks)
         self.payloads = [
             payload.build(
                 self.provenance,
@@ -87,9 +91,9 @@ class DocumentWrite:
                 content_hash=digest,
                 embedder=coll.embedder_id,
                 title=titles.get(chunk.source),
-                labels=chunk_label(chunk, coll.cfg.language, census).payload(),
+                labels=chunk_label(chunk, coll.cfg.language, census, alone).payload(),
             )
-            for chunk, digest in zip(self.chunks, self.hashes, strict=True)
+            for chunk, digest, alone in zip(self.chunks, self.hashes, known, strict=True)
         ]
         scopes = [self.scope] + ([self.reuse_from] if self.reuse_from is not None else [])
         for scope in scopes if self.chunks and not self.reembed else []:
@@ -112,8 +116,13 @@ class DocumentWrite:
 
     def commit(self, batch: Batch) -> WriteStats:
         coll = self.collection
-        sparse = coll.sparse.documents(
-            [c.text for c in self.chunks], [p.get(payload.TITLE) for p in self.payloads]
+        facts = self._facts()
+        sparse = (
+            facts.sparse
+            if facts is not None
+            else coll.sparse.documents(
+                [c.text for c in self.chunks], [p.get(payload.TITLE) for p in self.payloads]
+            )
         )
         ids = [payload.point_id(coll.name, c.source, c.chunk_index) for c in self.chunks]
         points = [
@@ -128,26 +137,25 @@ class DocumentWrite:
             written=len(points),
         )
 
+    def _facts(self) -> TextFacts | None:
+        """The text facts given with the chunks, if they are the ones this collection reads."""
+        cfg = self.collection.cfg
+        if self.facts is None or not self.facts.fit(self.chunks, cfg.language, cfg.chunking.size):
+            return None
+        return self.facts
 
-def chunk_label(chunk: Chunk, language: str, census: Census | None) -> Label:
-    """A chunk's labels as it is written; a write that carries a line across the repetition
-    threshold relabels the points holding it once committed (rag_api.points.repetition)."""
+
+def chunk_label(
+    chunk: Chunk, language: str, census: Census | None, alone: Label | None = None
+) -> Label:
+    """A chunk's labels as it is written (`alone`: its labels with nothing repeated, worked out
+    before); a write that carries a line across the repetition threshold relabels the points
+    holding it once committed (rag_api.points.repetition)."""
     unit = unit_of(chunk.source, chunk.metadata)
     repeated = census.repeated(chunk.text, unit) if census is not None else 0.0
+    if alone is not None and repeated < BOILERPLATE_SHARE:
+        return alone  # the share counts only once it reaches the threshold (labels.label)
     return label(chunk.text, language, chunk.metadata, repeated)
-
-
-def document_titles(chunks: Sequence[Chunk]) -> dict[str, str]:
-    """source -> its title: the one its reader found, else its title line (title_line)."""
-    by_source: dict[str, list[Chunk]] = {}
-    for chunk in chunks:
-        by_source.setdefault(chunk.source, []).append(chunk)
-    titles = {}
-    for source, own in by_source.items():
-        ordered = sorted(own, key=lambda c: c.chunk_index)
-        if (title := ordered[0].title or title_line([c.text for c in ordered])) is not None:
-            titles[source] = title
-    return titles
 
 
 def write_documents(

@@ -1,6 +1,7 @@
 """Reading kb files in worker processes: a sync of many files reads and chunks them (the format
-readers and the splitter's sentence model, pure Python: one core each) beside the process that
-labels, embeds and writes them, in the order they were listed.
+readers and the splitter's sentence model, pure Python: one core each) and work out their text
+facts (labels and BM25: text_facts) beside the process that embeds and writes them, in the order
+they were listed.
 
 A pool is used for a sync of at least POOL_MIN_FILES files to read, with RAG_READ_WORKERS
 processes (default: the cores but one, none beside a model that embeds on this CPU:
@@ -39,6 +40,7 @@ from rag_api.indexing.chunking import (
     split_text,
 )
 from rag_api.indexing.kb import KbFile
+from rag_api.indexing.text_facts import text_facts
 
 log = logging.getLogger("rag_api.indexing.read_pool")
 POOL_MIN_FILES = 200  # fewer files are read in the syncing thread: a pool would not pay its start
@@ -116,14 +118,18 @@ def _warm() -> None:
     split_text("# Warm up\n\nThe splitter loads its sentence model.", ChunkingConfig(), True)
 
 
-def _read_all(files: list[tuple[Path, str]], chunking: ChunkingConfig) -> list[Read]:
-    """A worker's task: several files, each one's chunks or why it could not be read."""
+def _read_all(files: list[tuple[Path, str]], chunking: ChunkingConfig, language: str) -> list[Read]:
+    """A worker's task: several files, each one's chunks and their text facts, or why it could
+    not be read."""
     out: list[Read] = []
     for path, rel in files:
         try:
-            out.append(read_chunks(path, rel, chunking))
+            result = read_chunks(path, rel, chunking)
         except UnreadableFile as exc:
             out.append(exc)
+            continue
+        result.facts = text_facts(result.chunks, language, chunking.size)
+        out.append(result)
     return out
 
 
@@ -135,9 +141,16 @@ class FileReader:
     """Reads the files of one sync in order: in the pool when they are many, else here."""
 
     def __init__(
-        self, chunking: ChunkingConfig, read_here: ReadHere, workers: int, nice: int, files: int
+        self,
+        chunking: ChunkingConfig,
+        language: str,
+        read_here: ReadHere,
+        workers: int,
+        nice: int,
+        files: int,
     ) -> None:
         self.chunking = chunking
+        self.language = language  # the collection's: labels and BM25 are worked out in it
         self.read_here = read_here
         use_pool = workers > 0 and files >= POOL_MIN_FILES
         self.pool = _shared_pool(workers, nice) if use_pool else None
@@ -168,7 +181,7 @@ class FileReader:
             return None
         todo = [(file.path, file.rel) for file in files if not _in_process(file)]
         try:
-            return pool.executor.submit(_read_all, todo, self.chunking)
+            return pool.executor.submit(_read_all, todo, self.chunking, self.language)
         except (BrokenProcessPool, RuntimeError):  # broken, or shut down meanwhile
             self._drop(pool)
             return None

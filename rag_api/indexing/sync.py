@@ -143,7 +143,13 @@ def file_write(
     provenance = payload.file_provenance(item.rel, data_hash, len(result.chunks))
     reuse = file_scope([renamed_from]) if renamed_from else None
     return DocumentWrite(
-        collection, file_scope([item.rel]), result.chunks, provenance, reuse, reembed=reembed
+        collection,
+        file_scope([item.rel]),
+        result.chunks,
+        provenance,
+        reuse,
+        reembed=reembed,
+        facts=result.facts,
     )
 
 
@@ -161,7 +167,8 @@ def file_reader(
     workers = settings.read_workers
     if workers is None:
         workers = 0 if _model_on_these_cores(collection) else default_workers()
-    return FileReader(chunking, read_here, workers, settings.batch_nice, files)
+    language = collection.cfg.language
+    return FileReader(chunking, language, read_here, workers, settings.batch_nice, files)
 
 
 def _model_on_these_cores(collection: Collection) -> bool:

@@ -20,12 +20,17 @@ from rag_api.indexing.sync import file_reader, sync_collection
 from tests.conftest import hash_collection, minilm_collection, write_config
 
 CHUNKING = ChunkingConfig(size=64, overlap=8)
+FOOTER = (  # a chunk of its own at the collection's 200 characters
+    "Our support team replies to every message within one working day, from Monday to Friday, "
+    "all year round."
+)
 READY_S = 120  # a worker's start: a fork, and the splitter's sentence model loaded
 
 
 def write_files(root: Path, n: int) -> list[KbFile]:
-    """`n` markdown files of several chunks each, one binary file among them, one PDF (which OCR
-    may read: it is read here)."""
+    """`n` markdown files of several chunks each, all ending in the same footer (boilerplate once
+    the collection has seen it repeated), one binary file among them, one PDF (which OCR may
+    read: it is read here)."""
     root.mkdir(parents=True, exist_ok=True)
     items = []
     for i in range(n):
@@ -34,7 +39,7 @@ def write_files(root: Path, n: int) -> list[KbFile]:
             path.write_bytes(b"\x00\x01binary\x00")
         else:
             body = " ".join(f"Fact {j} of document {i} is written down here." for j in range(30))
-            path.write_text(f"# Document {i}\n\n{body}\n\nThe end of document {i}.\n")
+            path.write_text(f"# Document {i}\n\n{body}\n\nThe end of document {i}.\n\n{FOOTER}\n")
         items.append(KbFile(path.name, path, path.stat().st_size))
     pdf = root / "scan.pdf"
     pdf.write_bytes(b"%PDF-1.4 not really a pdf")
@@ -68,7 +73,7 @@ def outcome(rel: str, result: read_pool.Read) -> tuple[str, object]:
 
 
 def ready_reader(items: list[KbFile], read_here) -> FileReader:
-    reader = FileReader(CHUNKING, read_here, workers=1, nice=0, files=len(items))
+    reader = FileReader(CHUNKING, "en", read_here, workers=1, nice=0, files=len(items))
     assert reader.pool is not None
     assert reader.pool.wait_ready(READY_S)
     return reader
@@ -109,7 +114,7 @@ def test_a_killed_worker_costs_the_sync_nothing_but_speed(tmp_path: Path) -> Non
 def test_a_small_sync_reads_here_without_a_pool(tmp_path: Path) -> None:
     items = write_files(tmp_path / "kb", 5)
     here: list[str] = []
-    reader = FileReader(CHUNKING, read_here_recorder(here), 1, 0, POOL_MIN_FILES - 1)
+    reader = FileReader(CHUNKING, "en", read_here_recorder(here), 1, 0, POOL_MIN_FILES - 1)
 
     got = [outcome(item.rel, result) for item, _, result in reader.read((i, None) for i in items)]
 
@@ -121,7 +126,7 @@ def test_a_small_sync_reads_here_without_a_pool(tmp_path: Path) -> None:
 def test_no_workers_reads_here_however_many_files(tmp_path: Path) -> None:
     items = write_files(tmp_path / "kb", 3)
     here: list[str] = []
-    reader = FileReader(CHUNKING, read_here_recorder(here), 0, 0, 10 * POOL_MIN_FILES)
+    reader = FileReader(CHUNKING, "en", read_here_recorder(here), 0, 0, 10 * POOL_MIN_FILES)
 
     got = [outcome(item.rel, result) for item, _, result in reader.read((i, None) for i in items)]
 
@@ -136,13 +141,17 @@ def big_kb(tmp_path: Path) -> Path:
     return tmp_path / "kb"
 
 
-def stored(hub: Hub) -> dict[str, list[tuple[int, str]]]:
+def stored(hub: Hub) -> dict[str, list[tuple]]:
+    """Each file's points as stored: chunk number, text, title, labels, BM25 vector."""
     physical = hub.collection("docs").info(refresh=True).physical
-    by_file: dict[str, list[tuple[int, str]]] = {}
-    for record in hub.store.iter_records(physical):
-        by_file.setdefault(record.payload["file"], []).append(
-            (record.payload["chunk_index"], record.payload["text"])
-        )
+    by_file: dict[str, list[tuple]] = {}
+    for page in hub.store.export(physical):
+        for point in page:
+            body = point.payload
+            sparse = (tuple(point.sparse.indices), tuple(point.sparse.values))
+            labels = (body["type"], body["quality"], tuple(body["quality_reasons"]))
+            own = (body["chunk_index"], body["text"], body.get("title"), labels, sparse)
+            by_file.setdefault(body["file"], []).append(own)
     return {rel: sorted(chunks) for rel, chunks in by_file.items()}
 
 
@@ -154,13 +163,17 @@ def test_a_big_sync_read_by_workers_stores_what_reading_here_stores(
         config = write_config(tmp_path / f"c{workers}.yaml", {"docs": hash_collection(big_kb)})
         settings = make_settings(config, data_dir=tmp_path / f"data{workers}", read_workers=workers)
         if workers:  # the pool ready before the sync: every file but the PDF read by it
-            FileReader(CHUNKING, read_chunks, workers, 0, POOL_MIN_FILES).pool.wait_ready(READY_S)
+            FileReader(CHUNKING, "en", read_chunks, workers, 0, POOL_MIN_FILES).pool.wait_ready(
+                READY_S
+            )
         hub = open_hub(settings)
         report = sync_collection(hub.collection("docs"))
         results[workers] = (stored(hub), report.errors, report.indexed)
 
     assert results[1] == results[0]
     assert set(results[1][1]) == {"doc0007.md", "scan.pdf"}
+    footers = [own[3][0] for chunks in results[1][0].values() for own in chunks if FOOTER in own[1]]
+    assert footers and set(footers) == {"boilerplate"}  # the census decides, not the worker
 
 
 def test_a_model_on_the_hubs_cpu_keeps_every_core_unless_told(
