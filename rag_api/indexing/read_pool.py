@@ -114,8 +114,8 @@ def _close() -> None:
 
 
 def _warm() -> None:
-    """The splitter's sentence model and markdown parser loaded (seconds, once a worker)."""
-    split_text("# Warm up\n\nThe splitter loads its sentence model.", ChunkingConfig(), True)
+    """The splitter's sentence model loaded (seconds, once a worker): a text it must cut."""
+    split_text("# Warm up\n\n" + "The splitter loads its sentence model. " * 100, ChunkingConfig())
 
 
 def _read_all(files: list[tuple[Path, str]], chunking: ChunkingConfig, language: str) -> list[Read]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import re
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from rag_api.config import ChunkingConfig
 from rag_api.indexing.chunking import (
     UnreadableFile,
+    markdown_split,
     parse_jsonl,
     read_chunks,
     split_text,
@@ -135,6 +137,13 @@ def test_text_decoding(tmp_path: Path) -> None:
     noise.write_bytes(bytes(range(1, 32)) * 50)
     with pytest.raises(UnreadableFile, match="undecodable"):
         read_chunks(noise, "noise.txt", SMALL)
+    layout = tmp_path / "layout.txt"  # tabs, newlines and form feeds are text, however many
+    layout.write_text("a\tb\r\n\f" * 200)
+    assert read_chunks(layout, "layout.txt", SMALL).chunks
+    for control in ("\x08", "\x0b", "\x0e", "\x1f"):  # the ones around them are not
+        noise.write_text(("word " + control) * 200)
+        with pytest.raises(UnreadableFile, match="undecodable"):
+            read_chunks(noise, "noise.txt", SMALL)
     empty = tmp_path / "empty.md"
     empty.write_text("")
     assert read_chunks(empty, "empty.md", SMALL).chunks == []
@@ -182,3 +191,41 @@ def test_doc_hash_covers_content_and_chunking() -> None:
     assert base == doc_hash(b"text", SMALL)
     assert base != doc_hash(b"text!", SMALL)
     assert base != doc_hash(b"text", ChunkingConfig(size=300, overlap=20))
+
+
+MARKDOWN_LINES = [
+    "# Title",
+    "## Section two",
+    "### Deep",
+    "##### Jump",
+    "#\tTabbed heading",
+    "##   Spaced heading",
+    "# ",
+    "#NoSpace is text",
+    "   # indented hash is text",
+    "```",
+    "   ```python",
+    "# a comment inside a fence",
+    "Plain words of a paragraph.",
+    "",
+    "   ",
+    "- an item",
+    "Windows line\r",
+    "# Windows heading\r",
+]
+
+
+def test_markdown_is_cut_where_llama_index_cuts_it() -> None:
+    """markdown_split replaces MarkdownNodeParser (its nodes cost a fifth of reading a file):
+    the same sections, or every stored markdown chunk would change."""
+    from llama_index.core import Document
+    from llama_index.core.node_parser import MarkdownNodeParser
+
+    parser = MarkdownNodeParser()
+    rng = random.Random(7)
+    texts = ["", "no heading at all", "# Only a heading", "```\n# fenced\n```\n# After"]
+    texts += ["\n".join(rng.choices(MARKDOWN_LINES, k=rng.randint(1, 40))) for _ in range(400)]
+    for text in texts:
+        nodes = parser.get_nodes_from_documents([Document(text=text)])
+        expected = [n.get_content().strip() for n in nodes if n.get_content().strip()]
+        assert markdown_split(text) == expected, text

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from rag_api import payload
+from rag_api.embedding.bm25 import sparse_encoder
 from rag_api.hub import Hub
 from rag_api.indexing.chunking import Chunk
 from rag_api.indexing.ingest import DocumentWrite, write_documents
@@ -101,3 +102,49 @@ def test_facts_are_what_is_stored_unless_worked_out_for_another_setup(open_docs)
         own = text_facts(chunks, "en", CHUNK_SIZE)
         assert labels == (own.labels[0].type, own.labels[0].quality, own.labels[0].reasons)
         assert sparse == (tuple(own.sparse[0].indices), tuple(own.sparse[0].values))
+
+
+def vector(sparse: SparseVec) -> dict[int, float]:
+    return dict(zip(sparse.indices, sparse.values, strict=True))
+
+
+def test_facts_are_each_chunks_labels_in_the_collections_language_and_its_metadata() -> None:
+    spanish = "El mar sube dos veces al día en la costa y los pescadores de la zona lo saben porque es su trabajo."
+    chunks = [
+        Chunk(spanish, "a.md", 0),
+        Chunk(spanish, "a.md", 1, metadata={"ocr_confidence": 0.5}),
+    ]
+    facts = text_facts(chunks, "en", CHUNK_SIZE)
+
+    assert facts.fit(chunks, "en", CHUNK_SIZE)
+    assert not facts.fit(chunks, "es", CHUNK_SIZE) and not facts.fit(chunks[:1], "en", CHUNK_SIZE)
+    assert "other_language" in facts.labels[0].reasons  # Spanish in an English collection
+    assert "other_language" not in text_facts(chunks, "es", CHUNK_SIZE).labels[0].reasons
+    in_spanish = text_facts(chunks, "es", CHUNK_SIZE).sparse[0]  # Spanish stems and stop words
+    assert in_spanish == sparse_encoder("es", CHUNK_SIZE).document(spanish)
+    assert in_spanish != facts.sparse[0]
+    assert "low_ocr_confidence" in facts.labels[1].reasons
+    assert facts.labels[1].quality < facts.labels[0].quality
+
+
+def test_every_chunk_is_encoded_with_its_documents_title() -> None:
+    """BM25 counts a document's title with each of its chunks: the title its reader found, else
+    its title line; documents apart, each with its own."""
+    tides = [
+        Chunk("Tide tables\n\nThe sea rises twice a day.", "tides.md", 0),
+        Chunk("Sailors read them before leaving port.", "tides.md", 1),
+    ]
+    reefs = [Chunk("# Not the title\n\nCorals build reefs.", "reefs.md", 0, title="Coral atlas")]
+    body = [Chunk("Kelp grows fast in cold water, and more text follows it.", "kelp.md", 0)]
+    facts = text_facts(tides + reefs + body, "en", CHUNK_SIZE)
+    encoder = sparse_encoder("en", CHUNK_SIZE)
+
+    assert [vector(v) for v in facts.sparse] == [
+        vector(encoder.document(tides[0].text, "Tide tables")),
+        vector(encoder.document(tides[1].text, "Tide tables")),
+        vector(encoder.document(reefs[0].text, "Coral atlas")),
+        vector(encoder.document(body[0].text, None)),  # no title line: its body alone
+    ]
+    assert set(vector(facts.sparse[1])) > set(vector(encoder.document(tides[1].text, None)))
+    assert facts.sparse[3] == encoder.document(body[0].text, None)
+    assert (facts.language, facts.chunk_size) == ("en", CHUNK_SIZE)
