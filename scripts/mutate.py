@@ -39,6 +39,7 @@ BIN = VENV_BIN if (VENV_BIN / "mutmut").exists() else Path(sys.executable).paren
 TESTS_FOR = {
     "rag_api/http/forward.py": ("tests/http/test_forward.py",),
     "rag_api/store/edge_optimize.py": ("tests/store/test_index_aside.py",),
+    "rag_api/indexing/text_facts.py": ("tests/indexing/test_text_facts.py",),
     "rag_api/jobs": ("tests/jobs", "tests/http/test_jobs.py"),
     "rag_api/replicas/shared_sources.py": ("tests/sources/test_replicas.py",),
     "rag_api/config": ("tests/test_config.py",),
@@ -49,6 +50,30 @@ TESTS_FOR = {
     "rag_api/schema.py": ("tests/test_api.py", "tests/http"),
     "rag_api/asgi.py": ("tests/test_api.py",),
     "rag_api/__main__.py": ("tests/cli",),
+    # pure logic with direct tests (tests/openai_compat and tests/mcp start whole hubs); the
+    # follow-up tables of test_condense.py that search the shipped kb load real models: left out
+    "rag_api/openai_compat/condense.py": (
+        "tests/openai_compat/test_condense.py::test_a_question_is_read_as_dependent_undecided_or_its_own_topic",
+        "tests/openai_compat/test_condense.py::test_a_follow_up_of_exactly_max_terms_content_words_is_still_short",
+        "tests/openai_compat/test_condense_search.py",
+    ),
+    "rag_api/openai_compat/tasks.py": ("tests/openai_compat/test_tasks.py",),
+    "rag_api/mcp/words.py": ("tests/mcp/test_words.py",),
+    "rag_api/openai_compat/functions.py": ("tests/openai_compat/test_functions.py",),
+    "rag_api/openai_compat/model_names.py": ("tests/openai_compat/test_model_names.py",),
+    # the replicas' parts with direct tests on qdrant-client's in-memory mode (tests/replicas
+    # starts hubs: its code runs in child processes, minutes a mutant)
+    "rag_api/replicas/lease.py": (
+        "tests/replicas/test_lease.py",
+        "tests/replicas/test_lease_keeping.py",
+    ),
+    "rag_api/replicas/pointers.py": ("tests/replicas/test_pointers.py",),
+    "rag_api/replicas/shared_keys.py": ("tests/replicas/test_shared_keys.py",),
+    "rag_api/replicas/role.py": ("tests/replicas/test_role.py",),
+    "rag_api/replicas/shared_links.py": (
+        "tests/access/test_links.py::test_replicas_share_the_writers_secret",
+        "tests/replicas/test_shared_links.py",
+    ),
 }
 # per test: a mutant that hangs one fails it (and counts as killed) in this many seconds
 TEST_TIMEOUT_S = 120

@@ -105,9 +105,10 @@ def _word(error: dict[str, Any]) -> str:
         what = "keys" if isinstance(value, dict) else "items"
         if kind == "too_short":
             return f"must have at least {ctx.get('min_length')} {what}"
-        return (
-            f"must have at most {ctx.get('max_length')} {what} (it has {ctx.get('actual_length')})"
-        )
+        has = ctx.get("actual_length")  # pydantic gives none for a dict
+        if has is None and isinstance(value, dict | list | tuple | set):
+            has = len(value)
+        return f"must have at most {ctx.get('max_length')} {what} (it has {has})"
     if kind in ("literal_error", "enum"):
         return f"must be one of {ctx.get('expected')}"
     if kind == "string_pattern_mismatch":
