@@ -179,6 +179,17 @@ def open_hub() -> Iterator[Callable[[Settings], Hub]]:
         hub.close()
 
 
+@pytest.fixture
+def open_docs(tmp_path: Path, make_settings, open_hub, engine: str) -> Callable[[str], Hub]:
+    """Hubs of one hash collection `docs` (no kb folder) on the engine, each of its own `name`."""
+
+    def opened(name: str) -> Hub:
+        config = write_config(tmp_path / f"{name}.yaml", {"docs": hash_collection()})
+        return open_hub(make_settings(config, engine, data_dir=tmp_path / name))
+
+    return opened
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

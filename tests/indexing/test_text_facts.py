@@ -4,10 +4,6 @@ deciding boilerplate, and ignored when they were worked out for another language
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
 from rag_api import payload
 from rag_api.embedding.bm25 import sparse_encoder
 from rag_api.hub import Hub
@@ -17,19 +13,9 @@ from rag_api.indexing.text_facts import TextFacts, text_facts
 from rag_api.points.labels import Label
 from rag_api.store import Selector
 from rag_api.store.types import SparseVec
-from tests.conftest import hash_collection, write_config
 
 FOOTER = "Questions? Write to the help desk, open every weekday from nine to five."
 CHUNK_SIZE = 200  # hash_collection's
-
-
-@pytest.fixture
-def open_docs(tmp_path: Path, make_settings, open_hub, engine: str):
-    def opened(name: str) -> Hub:
-        config = write_config(tmp_path / f"{name}.yaml", {"docs": hash_collection()})
-        return open_hub(make_settings(config, engine, data_dir=tmp_path / name))
-
-    return opened
 
 
 def chunks_of(source: str, texts: list[str]) -> list[Chunk]:

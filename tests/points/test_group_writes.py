@@ -4,25 +4,11 @@ in one group ends as its last write says."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
 from rag_api import payload
 from rag_api.hub import Hub
 from rag_api.indexing.chunking import Chunk
 from rag_api.indexing.ingest import DocumentWrite, write_documents
 from rag_api.store import Selector
-from tests.conftest import hash_collection, write_config
-
-
-@pytest.fixture
-def open_docs(tmp_path: Path, make_settings, open_hub, engine: str):
-    def opened(name: str) -> Hub:
-        config = write_config(tmp_path / f"{name}.yaml", {"docs": hash_collection()})
-        return open_hub(make_settings(config, engine, data_dir=tmp_path / name))
-
-    return opened
 
 
 def write(hub: Hub, source: str, texts: list[str]) -> DocumentWrite:

@@ -6,46 +6,18 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 import pytest
 from qdrant_client import QdrantClient
 
-from rag_api.errors import AnotherWriter, StoreUnavailable
+from rag_api.errors import AnotherWriter
 from rag_api.replicas import lease
 from rag_api.replicas.lease import LEASE_S, WriterLease
 from rag_api.store.remote import RemoteStore
 from rag_api.store.system import SystemDocs
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-class Outage:
-    """A client call the way the store makes it, failing like an unreachable Qdrant while `down`."""
-
-    def __init__(self) -> None:
-        self.down = False
-
-    def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        if self.down:
-            raise StoreUnavailable("Qdrant at qdrant.test", "connection refused")
-        return fn(*args, **kwargs)
-
-
-class Clock:
-    """A writer's clock, moved by the test."""
-
-    def __init__(self, now: float = 1000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.replicas import Clock, Outage, exits, logged, until
 
 
 @pytest.fixture(autouse=True)
@@ -63,20 +35,6 @@ def docs_of(client: QdrantClient) -> SystemDocs:
     return RemoteStore.sharing(client, threading.RLock(), "memory").system
 
 
-def until(found: Callable[[], bool], within: float = 5.0) -> bool:
-    started = time.monotonic()
-    while not found():
-        if time.monotonic() - started > within:
-            return False
-        time.sleep(0.005)
-    return True
-
-
-def logged(caplog: pytest.LogCaptureFixture, opening: str) -> bool:
-    """Whether a line the operator reads opens with these words."""
-    return any(message.startswith(opening) for message in caplog.messages)
-
-
 def lease_threads() -> int:
     return sum(t.name == "rag-writer-lease" for t in threading.enumerate())
 
@@ -85,17 +43,18 @@ def test_the_holder_renews_its_lease_in_a_thread_of_its_own_and_stops_at_release
     client: QdrantClient,
 ) -> None:
     docs, clock = docs_of(client), Clock()
+    others = lease_threads()  # other tests' writers, in this process
     held = WriterLease(docs, clock).take()
     try:
         assert docs.get("lease", "writer")["renewed"] == 1000.0
-        assert lease_threads() == 1  # named for an operator's thread dump
+        assert lease_threads() == others + 1  # named for an operator's thread dump
         clock.now = 1000.0 + LEASE_S * 5  # long past a lease: still held, renewed meanwhile
         assert until(lambda: docs.get("lease", "writer")["renewed"] == clock.now)
         with pytest.raises(AnotherWriter):
             WriterLease(docs, clock).take()
     finally:
         held.release()
-    assert lease_threads() == 0  # stopped before the lease is given back: never put back
+    assert lease_threads() == others  # stopped before the lease is given back: never put back
     time.sleep(0.05)
     assert docs.get("lease", "writer") is None
 
@@ -194,11 +153,7 @@ def test_a_writer_process_that_ends_without_giving_the_lease_back_still_exits(
         "WriterLease(RemoteStore(':memory:').system).take()\n"
         "print('taken', flush=True)\n"
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
-    ended = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=20
-    )
-    assert ended.returncode == 0 and "taken" in ended.stdout, ended.stderr
+    exits(code, "taken")
 
 
 def test_a_lease_never_taken_gives_nothing_back(client: QdrantClient) -> None:

@@ -4,21 +4,15 @@ a reader's. A reader's renewal runs every RENEW_S, driven here at 10 ms."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from qdrant_client import QdrantClient
 
 from rag_api.config import parse_config
 from rag_api.embedding.embedders import Embedders
-from rag_api.errors import StoreUnavailable
 from rag_api.llm.rerankers import Rerankers
 from rag_api.points.collection import EVERYTHING, Collection
 from rag_api.replicas import pointers
@@ -27,20 +21,7 @@ from rag_api.settings import Settings
 from rag_api.store.remote import RemoteStore
 from rag_api.store.system import SystemDocs
 from tests.conftest import hash_collection
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-class Outage:
-    """A client call the way the store makes it, failing like an unreachable Qdrant while `down`."""
-
-    def __init__(self) -> None:
-        self.down = False
-
-    def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        if self.down:
-            raise StoreUnavailable("Qdrant at qdrant.test", "connection refused")
-        return fn(*args, **kwargs)
+from tests.support.replicas import Outage, exits, logged, until
 
 
 class Deployment:
@@ -62,24 +43,18 @@ class Deployment:
         settings = Settings(data_dir=self.tmp_path / "data", qdrant_url=":memory:")
         return Collection("docs", cfg, None, store, Embedders(settings), Rerankers(settings))
 
+    def publishing(self) -> Publisher:
+        """The writer's collection created and published, as a writer starts."""
+        publisher = Publisher(self.writer_store.system)
+        self.writer.publish = publisher.publish
+        self.writer.writable()
+        publisher.publish(self.writer)
+        return publisher
+
     def outage(self) -> tuple[SystemDocs, Outage]:
         """The system documents through a connection that can go down."""
         outage = Outage()
         return SystemDocs(self.client, outage), outage
-
-
-def logged(caplog: pytest.LogCaptureFixture, opening: str) -> bool:
-    """Whether a line the operator reads opens with these words."""
-    return any(message.startswith(opening) for message in caplog.messages)
-
-
-def until(found: Callable[[], bool], within: float = 5.0) -> bool:
-    started = time.monotonic()
-    while not found():
-        if time.monotonic() - started > within:
-            return False
-        time.sleep(0.005)
-    return True
 
 
 @pytest.fixture
@@ -134,29 +109,31 @@ def test_a_write_whose_publish_cannot_reach_qdrant_stands_and_the_next_one_is_pu
     assert follower.published("docs").version == (publisher.process, 2)
 
 
+def follow_threads() -> int:
+    return sum(t.name == "rag-follow" for t in threading.enumerate())
+
+
 def test_a_reader_looks_up_at_start_then_follows_the_writes_off_its_requests(
     tmp_path: Path, fast_renewal: None
 ) -> None:
     deployment = Deployment(tmp_path)
     writer, reader = deployment.writer, deployment.reader
-    publisher = Publisher(deployment.writer_store.system)
-    writer.publish = publisher.publish
-    writer.writable()
-    publisher.publish(writer)
+    publisher = deployment.publishing()
     reader.follow = Follower(deployment.reader_store.system).published
+    others = follow_threads()  # other tests' readers, in this process
     following = Following([reader])
     following.start()
     try:
         assert reader.renewed  # its requests read the last look-up
         assert reader.published == (publisher.process, 0)  # looked up before any request
-        assert "rag-follow" in {t.name for t in threading.enumerate()}
+        assert follow_threads() == others + 1
         writer.delete(EVERYTHING)
         # followed within the renewals (here 10 ms), not when the look-up would go stale (2 s)
         assert until(lambda: reader.published == (publisher.process, 1), within=1.0)
     finally:
         following.stop()
     assert not reader.renewed  # a stopped reader's requests look up for themselves
-    assert "rag-follow" not in {t.name for t in threading.enumerate()}
+    assert follow_threads() == others
     writer.delete(EVERYTHING)
     time.sleep(0.05)
     assert reader.published == (publisher.process, 1)  # nothing renews it any more
@@ -167,10 +144,7 @@ def test_a_reader_keeps_its_last_look_up_while_qdrant_cannot_be_read(
 ) -> None:
     deployment = Deployment(tmp_path)
     writer, reader = deployment.writer, deployment.reader
-    publisher = Publisher(deployment.writer_store.system)
-    writer.publish = publisher.publish
-    writer.writable()
-    publisher.publish(writer)
+    publisher = deployment.publishing()
     docs, outage = deployment.outage()
     reader.follow = Follower(docs).published
     outage.down = True
@@ -206,8 +180,4 @@ def test_a_reader_process_that_ends_without_stopping_its_renewal_still_exits() -
         "Following([]).start()\n"
         "print('following', flush=True)\n"
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
-    ended = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=20
-    )
-    assert ended.returncode == 0 and "following" in ended.stdout, ended.stderr
+    exits(code, "following")

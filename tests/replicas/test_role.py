@@ -139,7 +139,20 @@ def test_the_writer_takes_the_lease_and_publishes_a_reader_follows_and_both_stop
     finally:
         writer.stop()
     assert writer.docs.get("lease", "writer") is None  # given back: the next writer starts
-    node(tmp_path, client, "writer", "next").start([])
+    following = node(tmp_path, client, "writer", "next")
+    following.start([])
+    following.stop()
+
+
+def unreadable(role: Role) -> Collection:
+    """A collection `gone` on a Qdrant whose connection is closed: nothing of it can be read."""
+    gone_client = QdrantClient(location=":memory:")
+    gone_client.close()
+    entry = {"default_collection": "gone", "collections": {"gone": hash_collection(None)}}
+    s = role.settings
+    store = RemoteStore.sharing(gone_client, threading.RLock(), "gone.test")
+    cfg = parse_config(entry).collections["gone"]
+    return Collection("gone", cfg, None, store, Embedders(s), Rerankers(s))
 
 
 def test_the_keys_cli_on_a_replica_reads_the_deployments_keys(tmp_path: Path) -> None:
@@ -183,18 +196,7 @@ def test_a_writer_after_a_dead_one_recovers_each_collection_and_says_which_it_co
 ) -> None:
     writer = node(tmp_path, client, "writer")
     writer.docs.put("lease", "writer", {"id": "dead", "host": "h", "pid": 1, "renewed": 0.0})
-    gone_client = QdrantClient(location=":memory:")
-    gone_client.close()
-    entry = {"default_collection": "gone", "collections": {"gone": hash_collection(None)}}
-    s = writer.settings
-    gone = Collection(
-        "gone",
-        parse_config(entry).collections["gone"],
-        None,
-        RemoteStore.sharing(gone_client, threading.RLock(), "gone.test"),
-        Embedders(s),
-        Rerankers(s),
-    )
+    gone = unreadable(writer)
     writer.join([gone])
     writer.start([gone])
     try:
@@ -227,18 +229,7 @@ def test_a_collection_after_one_that_could_not_be_recovered_is_still_recovered(
     ]
     before.store.upsert(physical, torn)  # what a crash between overwrite and delete leaves
     writer.docs.put("lease", "writer", {"id": "dead", "host": "h", "pid": 1, "renewed": 0.0})
-    gone_client = QdrantClient(location=":memory:")
-    gone_client.close()
-    entry = {"default_collection": "gone", "collections": {"gone": hash_collection(None)}}
-    s = writer.settings
-    gone = Collection(
-        "gone",
-        parse_config(entry).collections["gone"],
-        None,
-        RemoteStore.sharing(gone_client, threading.RLock(), "gone.test"),
-        Embedders(s),
-        Rerankers(s),
-    )
+    gone = unreadable(writer)
     docs = collection_of(client, writer)
     writer.join([gone, docs])
     writer.start([gone, docs])

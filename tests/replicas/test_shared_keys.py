@@ -5,10 +5,8 @@ stand for the writer's node and a reader's; each node has its own keys file on t
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from qdrant_client import QdrantClient
@@ -18,23 +16,7 @@ from rag_api.errors import ConfigError, StoreUnavailable
 from rag_api.replicas.shared_keys import SharedKeys
 from rag_api.store.remote import RemoteStore
 from rag_api.store.system import SystemDocs
-
-
-class Outage:
-    """A client call the way the store makes it, failing like an unreachable Qdrant while `down`."""
-
-    def __init__(self) -> None:
-        self.down = False
-
-    def __call__(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        if self.down:
-            raise StoreUnavailable("Qdrant at qdrant.test", "connection refused")
-        return fn(*args, **kwargs)
-
-
-def logged(caplog: pytest.LogCaptureFixture, opening: str) -> bool:
-    """Whether a line the operator reads opens with these words."""
-    return any(message.startswith(opening) for message in caplog.messages)
+from tests.support.replicas import Outage, logged
 
 
 @pytest.fixture
