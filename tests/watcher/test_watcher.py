@@ -44,17 +44,21 @@ def test_rename_moves_chunks_without_embedding(kb_dir: Path, start_watcher) -> N
 def test_new_nested_folder_and_folder_moves(kb_dir: Path, start_watcher, tmp_path: Path) -> None:
     watcher = start_watcher(kb_dir)
     wait_for(lambda: settled(watcher))
+    before = counters(watcher)["chunks_embedded"]
 
     (kb_dir / "a" / "b").mkdir(parents=True)  # a file made right after its folder: maybe no event
     (kb_dir / "a" / "b" / "deep.md").write_text("Glaciers carve valleys slowly.")
     (kb_dir / "a" / "top.txt").write_text("Rivers carry silt to the sea.")
     wait_for(lambda: found(watcher, "glaciers") == {"a/b/deep.md"})
     wait_for(lambda: found(watcher, "rivers") == {"a/top.txt"})
+    wait_for(lambda: settled(watcher))  # the counters are a sync's, kept once it ends
     embedded = counters(watcher)["chunks_embedded"]
+    assert embedded == before + 2
 
     (kb_dir / "a").rename(kb_dir / "z")  # inside the tree: the chunks follow, vectors reused
     wait_for(lambda: found(watcher, "glaciers") == {"z/b/deep.md"})
     wait_for(lambda: found(watcher, "rivers") == {"z/top.txt"})
+    wait_for(lambda: settled(watcher))
     assert counters(watcher)["chunks_embedded"] == embedded
 
     outside = tmp_path / "elsewhere"
