@@ -204,3 +204,22 @@ def test_a_citation_link_opens_its_passage_without_a_key_and_nothing_else(
 
 
 WHO = ["staff", "visitors", "delivery vans", "bicycles", "electric cars"]
+
+
+def test_ask_waits_for_the_list_of_collections(tmp_path: Path, hub_process, page) -> None:
+    """A question asked before the page had its collections went to POST /query/ (a 404)."""
+    hub = hub_process(
+        write_config(tmp_path / "c.yaml", {"docs": hash_collection(kb_folder(tmp_path))})
+    )
+    hub.wait_sources("docs", ["faq.md", "handbook.md"])
+    held: list = []
+    page.route("**/v1/overview", lambda route: held.append(route))
+    page.goto(f"{hub.url}/console/ask?collection=docs")
+    page.fill("#question", "Where do visitors park their car?")
+    expect(page.locator("#ask-button")).to_be_disabled()  # the overview is held back
+    page.wait_for_timeout(200)
+    held[0].continue_()
+    expect(page.locator("#ask-button")).to_be_enabled()
+    page.click("#ask-button")
+    expect(page.locator("#answer-meta")).to_have_attribute("data-done", "true")
+    expect(page.locator("#answer")).not_to_be_empty()

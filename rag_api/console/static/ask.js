@@ -169,6 +169,8 @@ async function loadCollections() {
   try {
     const collections = (await Hub.collections()).filter((c) => c.enabled);
     select.replaceChildren(...collections.map((c) => el("option", { value: c.name, selected: c.name === wanted }, c.name)));
+    // Ask waits for the list: a question sent before it came had no collection (POST /query/)
+    document.getElementById("ask-button").disabled = select.options.length === 0;
   } catch (error) {
     Hub.fail(error, "read");
   }
