@@ -4,6 +4,7 @@ and run the tests of their area on each mutant; print the score and the survivor
     make mutate                                      # the rag_api modules changed vs origin/main
     make mutate MODULES="rag_api/jobs rag_api/http/forward.py"
     .venv/bin/python scripts/mutate.py rag_api/replicas --rev HEAD   # the committed tests
+    .venv/bin/python scripts/mutate.py rag_api/mcp/tools.py --tests tests/mcp/test_tools.py
 
 Each module's tests are its area's folder (rag_api/replicas/... -> tests/replicas), or the ones
 TESTS_FOR names. Modules with the same tests are mutated in one mutmut session, in a scratch copy
@@ -38,10 +39,11 @@ BIN = VENV_BIN if (VENV_BIN / "mutmut").exists() else Path(sys.executable).paren
 # the modules whose tests are not (only) the folder of their name
 TESTS_FOR = {
     "rag_api/http/forward.py": ("tests/http/test_forward.py",),
-    "rag_api/store/edge_optimize.py": ("tests/store/test_index_aside.py",),
+    # its parts alone (tests/store/test_index_aside.py builds real indexes: a minute a mutant)
+    "rag_api/store/edge_optimize.py": ("tests/store/test_edge_optimize.py",),
     "rag_api/indexing/text_facts.py": ("tests/indexing/test_text_facts.py",),
     "rag_api/jobs": ("tests/jobs", "tests/http/test_jobs.py"),
-    "rag_api/replicas/shared_sources.py": ("tests/sources/test_replicas.py",),
+    "rag_api/replicas/shared_sources.py": ("tests/replicas/test_shared_sources.py",),
     "rag_api/config": ("tests/test_config.py",),
     "rag_api/settings.py": ("tests/test_config.py",),
     "rag_api/catalog.py": ("tests/points",),
@@ -50,7 +52,7 @@ TESTS_FOR = {
     "rag_api/schema.py": ("tests/test_api.py", "tests/http"),
     "rag_api/asgi.py": ("tests/test_api.py",),
     "rag_api/__main__.py": ("tests/cli",),
-    # pure logic with direct tests (tests/openai_compat and tests/mcp start whole hubs); the
+    # direct tests, hubs in process (most of tests/openai_compat and tests/mcp serve hubs); the
     # follow-up tables of test_condense.py that search the shipped kb load real models: left out
     "rag_api/openai_compat/condense.py": (
         "tests/openai_compat/test_condense.py::test_a_question_is_read_as_dependent_undecided_or_its_own_topic",
@@ -59,8 +61,24 @@ TESTS_FOR = {
     ),
     "rag_api/openai_compat/tasks.py": ("tests/openai_compat/test_tasks.py",),
     "rag_api/mcp/words.py": ("tests/mcp/test_words.py",),
+    "rag_api/mcp/tools.py": ("tests/mcp/test_tools.py",),
+    "rag_api/mcp/documents.py": ("tests/mcp/test_documents.py",),
+    "rag_api/mcp/schemas.py": ("tests/mcp/test_schemas.py",),
+    "rag_api/mcp/relay.py": ("tests/mcp/test_mcp_relay.py", "tests/mcp/test_relay_parts.py"),
+    "rag_api/mcp/server.py": ("tests/mcp/test_server.py",),
+    "rag_api/mcp/local.py": ("tests/mcp/test_local.py",),
     "rag_api/openai_compat/functions.py": ("tests/openai_compat/test_functions.py",),
     "rag_api/openai_compat/model_names.py": ("tests/openai_compat/test_model_names.py",),
+    "rag_api/openai_compat/embeddings.py": ("tests/openai_compat/test_embeddings_usage.py",),
+    "rag_api/openai_compat/stored.py": ("tests/openai_compat/test_stored.py",),
+    "rag_api/openai_compat/chat.py": ("tests/openai_compat/test_chat_parts.py",),
+    "rag_api/openai_compat/conversation.py": ("tests/openai_compat/test_conversation_parts.py",),
+    "rag_api/openai_compat/responses.py": ("tests/openai_compat/test_responses_parts.py",),
+    "rag_api/openai_compat/models.py": ("tests/openai_compat/test_request_models.py",),
+    "rag_api/openai_compat/reply.py": (
+        "tests/openai_compat/test_reply_parts.py",
+        "tests/openai_compat/test_reply_paths.py",
+    ),
     # the replicas' parts with direct tests on qdrant-client's in-memory mode (tests/replicas
     # starts hubs: its code runs in child processes, minutes a mutant)
     "rag_api/replicas/lease.py": (
@@ -211,6 +229,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--workdir", type=Path, help="keep the copies here (mutmut show, browse)")
     parser.add_argument("--min-score", type=float, default=0.0)
+    parser.add_argument(
+        "--tests", nargs="+", help="run these tests on every mutant (not TESTS_FOR's or the area's)"
+    )
     args = parser.parse_args()
 
     modules = args.modules or changed_modules()
@@ -224,7 +245,8 @@ def main() -> None:
         files += [str(f.relative_to(ROOT)) for f in found]
     sessions: dict[tuple[str, ...], list[str]] = {}
     for module in files:
-        sessions.setdefault(tests_for(module), []).append(module)
+        tests = tuple(args.tests) if args.tests else tests_for(module)
+        sessions.setdefault(tests, []).append(module)
 
     base = args.workdir or Path(tempfile.mkdtemp(prefix="rag-hub-mutate-"))
     failed = False

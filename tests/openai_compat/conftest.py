@@ -1,7 +1,8 @@
 """The OpenAI API tests' live hub: the kb of tests/support/openai_support.py indexed into `docs`
 (citations on) and `quiet` (citations off) beside a disabled `off`, extractive answers; one per
 test module. `shipped`: the repository's own `docs` and `soporte` on their kb folders, as
-collections.yaml ships them (real MiniLM and e5), one per test session."""
+collections.yaml ships them (real MiniLM and e5), one per test session. `ollama`: the fake
+Ollama the direct tests of LLM replies talk to."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from rag_api.settings import Settings
 from tests.conftest import REPO, hash_collection, repo_yaml, write_config
+from tests.support.fakes import FakeOllama
 from tests.support.openai_support import start_indexed, write_kb
 
 
@@ -49,3 +51,12 @@ def shipped(tmp_path_factory):
     yield live
     live.stop()
     hub.close()
+
+
+@pytest.fixture
+def ollama():
+    """An Ollama on loopback (the protocol-faithful fake) that serves llama3 and answers "From the
+    LLM.", for the direct tests of the replies an LLM writes."""
+    with FakeOllama(chat_models=("llama3",)) as fake:
+        fake.reply = "From the LLM."
+        yield fake

@@ -7,8 +7,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from rag_api.answering.answer import AnswerStream
 from rag_api.hub import Hub
 from rag_api.indexing.sync import sync_collection
+from rag_api.llm.generators import Piece, Usage
+from rag_api.openai_compat.reply import Reply
+from rag_api.search.passage import Passage
 from rag_api.settings import Settings
 from tests.conftest import LiveServer
 
@@ -26,6 +30,18 @@ KB = {
     ),
     "shortcuts.txt": "Press Ctrl+K to jump to any page by typing its name.\n",
 }
+# a streamed message's events in the Responses API, from the response's creation to its completion
+RESPONSE_EVENTS = [
+    "response.created",
+    "response.in_progress",
+    "response.output_item.added",
+    "response.content_part.added",
+    "response.output_text.delta",
+    "response.output_text.done",
+    "response.content_part.done",
+    "response.output_item.done",
+    "response.completed",
+]
 REFUND = "How many days do I have to ask for a refund?"
 # a chat tool, and the call a fake upstream answers it with (the `calling` fixture)
 TOOLS = [
@@ -108,3 +124,23 @@ def upstream_hub(
     config = write_config(root / "collections.yaml", collections)
     engine = {"qdrant_url": ":memory:", **settings}  # qdrant_url None: the embedded engine
     return start_indexed(Settings(config=config, data_dir=root / "data", **engine), *collections)
+
+
+def written_reply(
+    hub: Hub,
+    pieces: list[Piece],
+    passages: Iterable[Passage] = (),
+    finish_reason: str = "stop",
+    **fields: Any,
+) -> Reply:
+    """A Reply of `docs` whose answer stream is `pieces` (as an LLM would stream them: 11 tokens
+    in, 4 out), for the chat and Responses objects made from it."""
+    stream = AnswerStream(
+        list(passages),
+        "ollama",
+        "llama3",
+        usage=Usage(11, 4),
+        finish_reason=finish_reason,
+        _pieces=iter(pieces),
+    )
+    return Reply("rag/docs", hub.collection("docs"), lambda: stream, **fields)
