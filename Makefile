@@ -17,7 +17,7 @@ export TOKENIZERS_PARALLELISM := false
 # `rag-hub` it starts and every pytest worker compiles the tests and their assertions anew
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: install install-dev lock run test test-lowest mutate lint format clean
+.PHONY: install install-dev lock run test test-slow test-all test-lowest mutate lint format clean
 
 # Two lock files, both written by `make lock` from pyproject.toml, pin what CI tested:
 #   requirements.lock      the server: the dependencies and every format extra (`make install`,
@@ -64,10 +64,19 @@ run: install
 	$(BIN)/rag-hub serve --watch --host $(HOST) --port $(PORT)
 
 # the suite on every core (pytest-xdist), then the tests marked serial alone: they measure CPU
-# time or need the machine to themselves; each pass prints its own time
+# time or need the machine to themselves; each pass prints its own time. `test` leaves out the
+# tests marked slow (each takes seconds: processes killed and restarted, real models, large
+# indexes, the browser), so that it stays a few minutes; `test-slow` runs them, `test-all` (CI)
+# both. Exit 5 is pytest's "no test selected".
 test: install-dev
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not serial" $(PYTEST_ARGS)
-	$(BIN)/python -m pytest -m serial $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not serial and not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "serial and not slow" $(PYTEST_ARGS) || [ $$? -eq 5 ]
+
+test-slow: install-dev
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "slow and not serial" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "slow and serial" $(PYTEST_ARGS) || [ $$? -eq 5 ]
+
+test-all: test test-slow
 
 # the floors of pyproject.toml installed together, in .venv-lowest: $(TORCH) first (the CPU build,
 # as above: torch's own floor is not tried), then the lowest version pyproject.toml allows of every

@@ -70,6 +70,7 @@ def test_negative_zero_is_a_number_like_any_other() -> None:
     assert math.copysign(1.0, metadata["delta"]) == -1.0  # kept as given, sign and all
 
 
+@pytest.mark.slow
 def test_a_poisoned_kb_line_is_skipped_and_the_store_opens_again(tmp_path: Path) -> None:
     kb = tmp_path / "kb"
     kb.mkdir()

@@ -30,6 +30,7 @@ def world(tmp_path: Path) -> Path:
     return write_config(tmp_path / "c.yaml", {"docs": hash_collection(kb)})
 
 
+@pytest.mark.slow
 def test_the_cli_prints_a_secret_once_and_the_file_never_holds_one(tmp_path, world) -> None:
     env = {"RAG_CONFIG": str(world), "RAG_DATA_DIR": str(tmp_path / "data")}
     created = run_cli("keys", "create", "voice-es", "--read", "docs", "--expires", "90d", env=env)

@@ -16,6 +16,7 @@ from tests.conftest import REPO, repo_yaml, texts_embedded, write_config
 
 
 @pytest.mark.parametrize("scorer", [None, "lexical", "semantic"])  # None: as shipped
+@pytest.mark.slow
 def test_the_extractive_answer_holds_the_expected_fact(
     tmp_path, make_settings, open_hub, scorer
 ) -> None:

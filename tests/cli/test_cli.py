@@ -12,6 +12,7 @@ from rag_api.store.edge import EdgeStore
 from tests.conftest import run_cli
 
 
+@pytest.mark.slow
 def test_index_twice_embeds_zero_the_second_time(workspace: dict[str, str]) -> None:
     first = run_cli("index", env=workspace)
     assert first.returncode == 0, first.stderr
@@ -22,6 +23,7 @@ def test_index_twice_embeds_zero_the_second_time(workspace: dict[str, str]) -> N
     assert (report["indexed"], report["unchanged"], report["chunks_embedded"]) == (0, 3, 0)
 
 
+@pytest.mark.slow
 def test_query_and_collections(workspace: dict[str, str]) -> None:
     run_cli("index", env=workspace)
     answer = run_cli("query", "docs", "refund days", "--json", env=workspace)
@@ -37,6 +39,7 @@ def test_query_and_collections(workspace: dict[str, str]) -> None:
     assert (row["name"], row["points"], row["embedder"]) == ("docs", 3, "hash:hash-test")
 
 
+@pytest.mark.slow
 def test_domain_errors_are_one_line_exit_1(workspace: dict[str, str], tmp_path: Path) -> None:
     unknown = run_cli("query", "nope", "x", env=workspace)
     assert unknown.returncode == 1
@@ -57,6 +60,7 @@ def test_domain_errors_are_one_line_exit_1(workspace: dict[str, str], tmp_path: 
     assert ok.returncode == 0 and "valid, 1 collections" in ok.stdout
 
 
+@pytest.mark.slow
 def test_usage_errors_exit_2(workspace: dict[str, str]) -> None:
     assert run_cli("query", "docs", env=workspace).returncode == 2
     assert run_cli("query", "docs", "x", "--mode", "fuzzy", env=workspace).returncode == 2
@@ -85,6 +89,7 @@ def test_version_is_the_installed_package_s(flag: str) -> None:
     assert result.stdout == f"rag-hub {metadata.version('rag-hub')}\n"
 
 
+@pytest.mark.slow
 def test_query_takes_the_label_filters(workspace: dict[str, str], tmp_path: Path) -> None:
     from rag_api.hub import Hub
     from rag_api.settings import Settings

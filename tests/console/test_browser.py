@@ -7,12 +7,14 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.conftest import hash_collection, minilm_collection, write_config
 from tests.console.conftest import ADMIN, READER, ask, expect, kb_folder
 from tests.support.fakes import FakeOllama
 
 
+@pytest.mark.slow
 def test_overview_then_ask_streams_an_answer_and_shows_why_each_source(
     tmp_path: Path, hub_process, page
 ) -> None:
@@ -53,6 +55,7 @@ def test_overview_then_ask_streams_an_answer_and_shows_why_each_source(
     expect(page.locator("#answer-meta")).to_contain_text("no answer generated")
 
 
+@pytest.mark.slow
 def test_with_keys_the_console_reads_with_a_reader_key_and_writes_only_with_the_admin_key(
     tmp_path: Path, hub_process, page
 ) -> None:
@@ -112,6 +115,7 @@ def test_with_keys_the_console_reads_with_a_reader_key_and_writes_only_with_the_
 MARKDOWN = "**Cerrar caja** a las 18:00.\n- uno `<b>dos</b>`\n- *tres* <img src=x onerror=alert(1)>"
 
 
+@pytest.mark.slow
 def test_an_answer_s_markdown_is_rendered_safely_and_every_page_has_its_icon(
     tmp_path: Path, hub_process, page
 ) -> None:
@@ -145,6 +149,7 @@ def test_an_answer_s_markdown_is_rendered_safely_and_every_page_has_its_icon(
     assert missing == []
 
 
+@pytest.mark.slow
 def test_a_citation_link_opens_its_passage_without_a_key_and_nothing_else(
     tmp_path: Path, hub_process, browser, page
 ) -> None:
@@ -206,6 +211,7 @@ def test_a_citation_link_opens_its_passage_without_a_key_and_nothing_else(
 WHO = ["staff", "visitors", "delivery vans", "bicycles", "electric cars"]
 
 
+@pytest.mark.slow
 def test_ask_waits_for_the_list_of_collections(tmp_path: Path, hub_process, page) -> None:
     """A question asked before the page had its collections went to POST /query/ (a 404)."""
     hub = hub_process(

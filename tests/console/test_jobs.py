@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import hash_collection, wait_for, write_config
 from tests.console.conftest import expect, kb_folder
 
 
+@pytest.mark.slow
 def test_the_jobs_page_and_a_collections_jobs(tmp_path: Path, hub_process, page) -> None:
     other = tmp_path / "other"
     other.mkdir()

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import hash_collection, write_config
 from tests.console.conftest import ask, expect
 from tests.sources.conftest import web_block
 from tests.support.site import Site, docs_site
 
 
+@pytest.mark.slow
 def test_a_source_synced_from_the_console_and_its_pages_cited(
     tmp_path: Path, hub_process, page
 ) -> None:

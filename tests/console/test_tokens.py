@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.access.test_oidc import world
 from tests.conftest import free_port
 from tests.console.conftest import READER, expect
@@ -14,6 +16,7 @@ from tests.support.oidc_provider import make_oidc_provider, oidc_provider, oidc_
 __all__ = ["make_oidc_provider", "oidc_provider", "oidc_runtime"]  # the provider's fixtures
 
 
+@pytest.mark.slow
 def test_an_access_token_in_the_key_field_reads_what_its_claims_allow(
     tmp_path: Path, oidc_provider, hub_process, page
 ) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import hash_collection, minilm_collection, write_config
 from tests.console.conftest import ADMIN, READER, ask, expect, kb_folder
 from tests.indexing.test_formats import write_pdf
@@ -12,6 +14,7 @@ FICUS = "## Plant care\n\nThe ficus by the window is watered every Tuesday by th
 BOILER = ["The boiler in the basement is serviced each October.", "Its pressure stays at 1.5 bar."]
 
 
+@pytest.mark.slow
 def test_upload_a_markdown_and_a_pdf_ask_them_then_delete_one(
     tmp_path: Path, hub_process, page
 ) -> None:
@@ -64,6 +67,7 @@ def test_upload_a_markdown_and_a_pdf_ask_them_then_delete_one(
     assert not (tmp_path / "kb" / "ficus.md").exists()
 
 
+@pytest.mark.slow
 def test_a_reader_key_cannot_upload_or_delete_through_the_console(
     tmp_path: Path, hub_process, page
 ) -> None:

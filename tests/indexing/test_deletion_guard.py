@@ -130,6 +130,7 @@ def test_a_ten_file_collection_at_the_boundary(
         assert len(chunk_files(hub)) == 10 - gone
 
 
+@pytest.mark.slow
 def test_index_refuses_a_missing_folder_and_goes_on_with_the_others(
     indexed: dict, tmp_path: Path
 ) -> None:
@@ -149,6 +150,7 @@ def test_index_refuses_a_missing_folder_and_goes_on_with_the_others(
     assert {r["name"]: r["points"] for r in rows}["docs"] == 12
 
 
+@pytest.mark.slow
 def test_index_asks_before_a_mass_removal(indexed: dict) -> None:
     env = {"RAG_CONFIG": str(indexed["good"]), "RAG_DATA_DIR": str(indexed["settings"].data_dir)}
     for n in range(10):

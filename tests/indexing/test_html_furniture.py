@@ -91,6 +91,7 @@ def hub(tmp_path: Path, make_settings, open_hub) -> Hub:
     return open_hub(make_settings(write_config(tmp_path / "c.yaml", {"site": entry}), "edge"))
 
 
+@pytest.mark.slow
 def test_questions_on_small_web_pages_get_contexts_with_the_answer_and_no_furniture(
     hub: Hub,
 ) -> None:

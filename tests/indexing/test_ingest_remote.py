@@ -164,6 +164,7 @@ def indexing_growth(tmp_path: Path, server: EmbeddingServer, files: int) -> dict
     return measured
 
 
+@pytest.mark.slow
 @pytest.mark.serial  # two processes busy for half a minute, the memory sampled every 10 ms
 def test_a_large_folder_is_indexed_in_memory_that_does_not_grow_with_it(tmp_path: Path) -> None:
     small, large = 1000, 4000

@@ -79,6 +79,7 @@ def ready_reader(items: list[KbFile], read_here) -> FileReader:
     return reader
 
 
+@pytest.mark.slow
 def test_workers_read_the_same_chunks_in_order_and_report_bad_files_the_same(
     tmp_path: Path,
 ) -> None:
@@ -155,6 +156,7 @@ def stored(hub: Hub) -> dict[str, list[tuple]]:
     return {rel: sorted(chunks) for rel, chunks in by_file.items()}
 
 
+@pytest.mark.slow
 def test_a_big_sync_read_by_workers_stores_what_reading_here_stores(
     big_kb: Path, tmp_path: Path, make_settings, open_hub
 ) -> None:

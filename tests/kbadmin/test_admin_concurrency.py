@@ -37,6 +37,7 @@ def chunks_of(version: int) -> int:
 # source evidence ranks the hits by their sources, then reads the kept ones whole: both reads must
 # see one state of the collection
 @pytest.mark.parametrize("evidence", [0.0, 0.03])
+@pytest.mark.slow
 def test_searches_see_exactly_one_version_while_upserts_and_moves_run(
     tmp_path: Path, engine: str, make_settings, serve, evidence: float
 ) -> None:

@@ -146,6 +146,7 @@ def test_kept_answers_are_bounded_and_expire(tmp_path, make_settings, open_hub) 
     expired.close()
 
 
+@pytest.mark.slow
 def test_a_flood_of_prefetches_is_refused_past_its_bound(
     tmp_path, make_settings, engine, serve
 ) -> None:

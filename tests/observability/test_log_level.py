@@ -52,6 +52,7 @@ def _status(http: httpx.Client) -> int | None:
         return None
 
 
+@pytest.mark.slow
 def test_warning_quiets_the_hub_s_info_lines_that_info_shows(tmp_path: Path) -> None:
     shown = _serve_log(tmp_path, "info")
     assert " INFO rag_api.http.app: serving 1 collections" in shown, shown
@@ -93,6 +94,7 @@ def test_rag_torch_threads_is_read_as_rag_batch_threads(monkeypatch: pytest.Monk
     assert Settings().batch_threads == 2  # the new name wins
 
 
+@pytest.mark.slow
 def test_the_old_name_costs_one_deprecation_line(tmp_path: Path) -> None:
     config = write_config(tmp_path / "c.yaml", {"notes": hash_collection()})
     env = {"RAG_CONFIG": str(config), "RAG_DATA_DIR": str(tmp_path / "d")}

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from rag_api.hub import Hub
 from rag_api.indexing.sync import sync_collection
 from rag_api.ops.server.listening import RECORD
@@ -20,6 +22,7 @@ def world(tmp_path: Path, **entry: object) -> tuple[Path, Path]:
     return write_config(tmp_path / "collections.yaml", {"docs": hash_collection(kb, **entry)}), kb
 
 
+@pytest.mark.slow
 def test_reads_go_through_the_server_found_where_it_recorded_it(
     tmp_path: Path, make_settings, serve
 ) -> None:
@@ -77,6 +80,7 @@ def test_a_cold_query_prints_its_warning_once(tmp_path: Path, make_settings) -> 
     assert "warning: Ollama at" in answer.stderr
 
 
+@pytest.mark.slow
 def test_the_cli_sends_a_scoped_key_from_rag_key_or_key(
     tmp_path: Path, make_settings, serve
 ) -> None:

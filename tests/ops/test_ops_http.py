@@ -64,6 +64,7 @@ def answers(client: httpx.Client) -> list[list[tuple[str, int]]]:
     return rows
 
 
+@pytest.mark.slow
 def test_migration_inside_the_serving_process(tmp_path, make_settings, serve) -> None:
     kb = tmp_path / "kb"
     config = write_config(tmp_path / "collections.yaml", {"docs": hash_collection(kb, dim=768)})
@@ -133,6 +134,7 @@ def test_migration_inside_the_serving_process(tmp_path, make_settings, serve) ->
     assert "provider: hash" in config.read_text()
 
 
+@pytest.mark.slow
 def test_check_through_the_server_reports_problems(tmp_path, make_settings, serve) -> None:
     kb = tmp_path / "kb"
     config = write_config(tmp_path / "collections.yaml", {"docs": hash_collection(kb)})

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from qdrant_client import QdrantClient
 
 from rag_api.store.remote import RemoteStore
@@ -37,6 +38,7 @@ class Watched:
         return retrieve
 
 
+@pytest.mark.slow
 def test_a_readers_requests_never_read_the_system_collection(
     tmp_path: Path, make_settings, serve
 ) -> None:

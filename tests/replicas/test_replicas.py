@@ -228,6 +228,7 @@ def test_every_write_route_is_sent_to_the_writer_and_every_question_is_answered_
             assert not forwarded(method, path), (method, path)
 
 
+@pytest.mark.slow
 def test_a_migration_and_a_restore_are_followed_by_a_reader_querying_throughout(
     deployment: Deployment,
 ) -> None:

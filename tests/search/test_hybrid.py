@@ -198,6 +198,7 @@ def test_http_results_say_why_they_were_returned(hubs: dict[str, Hub], serve) ->
     assert best["rerank_score"] is None
 
 
+@pytest.mark.slow
 def test_cli_query_takes_mode_filters_and_diversity(tmp_path: Path) -> None:
     kb = tmp_path / "kb"
     kb.mkdir()

@@ -78,6 +78,7 @@ def test_a_running_syncs_progress_shows_in_its_job(tmp_path, site, make_settings
     assert finished(http, waiting["id"])["result"]["unchanged"] == 54
 
 
+@pytest.mark.slow
 def test_rag_hub_sync_in_its_own_process_and_through_a_server(world, make_settings, serve) -> None:
     data = world.parent / "data"
     env = {"RAG_CONFIG": str(world), "RAG_DATA_DIR": str(data)}
@@ -94,6 +95,7 @@ def test_rag_hub_sync_in_its_own_process_and_through_a_server(world, make_settin
     assert unknown.returncode == 1 and "no source 'wiki'" in unknown.stderr
 
 
+@pytest.mark.slow
 def test_a_scheduled_source_syncs_by_itself(tmp_path, make_settings, serve) -> None:
     repo = Repo(tmp_path / "repos" / "handbook")
     repo.write(FILES).commit()

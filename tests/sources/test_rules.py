@@ -106,6 +106,7 @@ def snapshot(settings: Settings) -> dict[tuple[str, int], dict]:
     return chunks
 
 
+@pytest.mark.slow
 def test_a_writer_killed_mid_sync_converges_at_the_next_sync(tmp_path, spawn) -> None:
     with Site() as site:
         docs_site(site, pages=200)

@@ -87,6 +87,7 @@ def test_an_unchanged_resync_reads_no_object(engine, s3, bucket, source_hub) -> 
 
 
 @pytest.mark.parametrize("engine", LOCAL_ENGINES)
+@pytest.mark.slow
 def test_changed_deleted_and_added_objects_change_exactly_those(
     engine, s3, bucket, source_hub
 ) -> None:

@@ -112,6 +112,7 @@ def test_a_page_that_answers_404_is_removed_the_second_time(site, source_hub) ->
     assert f"help:{gone}" not in documents(hub)
 
 
+@pytest.mark.slow
 def test_a_site_that_goes_down_mid_listing_removes_nothing(site, source_hub) -> None:
     hub = source_hub(web_block(site, sitemap=None, concurrency=8))
     sync(hub)
@@ -124,6 +125,7 @@ def test_a_site_that_goes_down_mid_listing_removes_nothing(site, source_hub) -> 
     assert documents(hub) == before
 
 
+@pytest.mark.slow
 def test_a_sitemap_that_cannot_be_read_fails_the_sync_and_removes_nothing(site, source_hub) -> None:
     hub = source_hub(web_block(site, url=None))
     sync(hub)

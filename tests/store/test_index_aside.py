@@ -45,6 +45,7 @@ def indexed(store: EdgeStore, physical: str) -> int:
     return store.shards.call(physical, "info").indexed_vectors_count
 
 
+@pytest.mark.slow
 def test_searches_go_on_while_the_index_is_built_and_find_what_they_found(tmp_path: Path) -> None:
     store = EdgeStore(tmp_path / "qdrant")
     try:
@@ -83,6 +84,7 @@ def test_searches_go_on_while_the_index_is_built_and_find_what_they_found(tmp_pa
 
 
 @pytest.mark.parametrize("engine", LOCAL_ENGINES)
+@pytest.mark.slow
 def test_writes_go_on_during_an_index_build_and_are_in_the_built_index(
     tmp_path, make_settings, engine: str
 ) -> None:
@@ -123,6 +125,7 @@ def test_writes_go_on_during_an_index_build_and_are_in_the_built_index(
         hub.close()
 
 
+@pytest.mark.slow
 def test_a_drop_during_an_index_build_cancels_it(tmp_path: Path) -> None:
     """The build's child is stopped, nothing is swapped in, the dropped shard stays dropped."""
     root = tmp_path / "qdrant"
@@ -155,6 +158,7 @@ def _build_seconds(tmp_path: Path) -> float:
         store.close()
 
 
+@pytest.mark.slow
 def test_without_room_to_build_aside_the_index_is_built_in_place(tmp_path: Path, caplog) -> None:
     root = tmp_path / "qdrant"
     store = EdgeStore(root)

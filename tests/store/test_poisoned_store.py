@@ -83,6 +83,7 @@ def test_a_poisoned_collection_fails_alone_in_the_error_shape(settings, serve) -
     assert listing["docs"]["error"]["code"] == "STORE_CORRUPTED" and listing["other"]["points"] == 1
 
 
+@pytest.mark.slow
 def test_check_reports_it_and_repair_rebuilds_it(settings, open_hub) -> None:
     hub = open_hub(settings)
     sync_collection(hub.collection("docs"))
@@ -123,6 +124,7 @@ os._exit(0)  # killed: nothing flushed, every write lives in the write-ahead log
 """
 
 
+@pytest.mark.slow
 def test_a_crash_after_the_poison_keeps_the_writes_before_it(tmp_path: Path) -> None:
     root = tmp_path / "qdrant"
     crash = [sys.executable, "-c", CRASH_AFTER_POISON, str(root)]

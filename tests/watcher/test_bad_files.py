@@ -49,6 +49,7 @@ def make_kb(kb: Path) -> None:
     os.mkfifo(kb / "pipe.md")
 
 
+@pytest.mark.slow
 def test_bad_files_are_logged_once_and_the_rest_goes_on(tmp_path: Path, spawn) -> None:
     prefix = without_file_permissions_override()
     kb = tmp_path / "kb"

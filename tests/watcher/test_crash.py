@@ -7,6 +7,7 @@ import signal
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from rag_api.config import ChunkingConfig
 from rag_api.hub import Hub
@@ -56,6 +57,7 @@ def index_clean(settings: Settings) -> ChunkingConfig:
         hub.close()
 
 
+@pytest.mark.slow
 def test_killed_mid_index_then_restarted_equals_a_clean_index(tmp_path: Path, spawn) -> None:
     root = tmp_path / "kb"
     write_kb(root, version=1)

@@ -32,11 +32,13 @@ def test_rename_moves_chunks_without_embedding(kb_dir: Path, start_watcher) -> N
     (kb_dir / "old.md").write_text("# Tides\n\nThe moon pulls the oceans twice a day.")
     watcher = start_watcher(kb_dir)
     wait_for(lambda: found(watcher, "moon") == {"old.md"})
+    wait_for(lambda: settled(watcher))  # the counters are a sync's, kept once it ends
     embedded = counters(watcher)["chunks_embedded"]
 
     (kb_dir / "old.md").rename(kb_dir / "new.md")
 
     wait_for(lambda: found(watcher, "moon") == {"new.md"})
+    wait_for(lambda: settled(watcher))
     assert counters(watcher)["chunks_embedded"] == embedded
     assert counters(watcher)["chunks_reused"] >= 1
 

@@ -299,6 +299,7 @@ def test_a_full_disk_removes_the_partial_backup(world, tmp_path: Path, monkeypat
         hub.close()
 
 
+@pytest.mark.slow
 def test_a_backup_inside_the_server_writes_the_same_points(world, tmp_path: Path) -> None:
     settings, kb = world  # in the server the file is written by a child process
     hub = opened(settings)

@@ -44,6 +44,7 @@ def settings(tmp_path, make_settings, engine):
 
 
 @pytest.mark.parametrize("in_server", [False, True], ids=["cli", "server"])
+@pytest.mark.slow
 def test_backups_beside_a_writer_hold_one_whole_version(
     settings, tmp_path: Path, in_server: bool
 ) -> None:  # in the server an embedded shard is copied, and read by a writer process
@@ -111,6 +112,7 @@ def test_an_optimize_waits_while_writes_are_held(settings) -> None:
 
 
 @pytest.mark.parametrize("engine", ["edge"])
+@pytest.mark.slow
 def test_a_restore_killed_half_way_leaves_the_live_collection(settings, tmp_path: Path) -> None:
     kb = tmp_path / "kb"
     hub = Hub.open(settings)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from rag_api.store import Selector
 from tests.conftest import assert_error_shape, hash_collection, run_cli, wait_for, write_config
 from tests.support.backup_world import populate, rankings, state
@@ -13,6 +15,7 @@ from tests.support.backup_world import populate, rankings, state
 KEY = "admin-secret"
 
 
+@pytest.mark.slow
 def test_backup_and_restore_through_the_server(tmp_path: Path, make_settings, serve) -> None:
     kb = tmp_path / "kb"
     config = write_config(tmp_path / "collections.yaml", {"docs": hash_collection(kb, dim=64)})

@@ -221,6 +221,7 @@ def indexed(tmp_path, make_settings) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_cli_json_human_and_repair(indexed, tmp_path) -> None:
     report = tmp_path / "report.json"
     wrapper = [sys.executable, str(REPO / "scripts" / "check_integrity.py")]

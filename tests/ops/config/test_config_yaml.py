@@ -204,6 +204,7 @@ def test_the_dry_run_diff_shows_the_unsharing(tmp_path: Path) -> None:
     assert "*mini" not in new and new.count("model: hash-test") == 1  # two got the old block
 
 
+@pytest.mark.slow
 def test_the_other_collection_is_queryable_after_migrate_and_restart(
     tmp_path: Path, make_settings
 ) -> None:

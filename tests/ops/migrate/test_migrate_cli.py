@@ -45,6 +45,7 @@ def store_state(env: dict[str, str], make_settings) -> tuple[str | None, list[st
         hub.close()
 
 
+@pytest.mark.slow
 def test_usage_dry_run_and_no_terminal(world, make_settings) -> None:
     original = open(world["RAG_CONFIG"]).read()
     proc = run_cli("migrate", "docs", env=world)
@@ -67,6 +68,7 @@ def test_usage_dry_run_and_no_terminal(world, make_settings) -> None:
     assert store_state(world, make_settings) == ("docs__v1", ["docs__v1"])
 
 
+@pytest.mark.slow
 def test_killed_migration_resumes(world, make_settings) -> None:
     with SlowUpstream(dim=32, open_for=5) as upstream:
         args = ["migrate", "docs", "--provider", "openai", "--model", "fake-embed", "--dim", "32",
