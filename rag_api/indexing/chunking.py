@@ -306,5 +306,6 @@ def _markdown_sections(text: str, size: int) -> list[str]:
 def _splitter(size: int, overlap: int):
     from llama_index.core.node_parser import SentenceSplitter
 
-    # tokenizer=list: sizes are counted in characters, not model tokens
-    return SentenceSplitter(chunk_size=size, chunk_overlap=overlap, tokenizer=list)
+    # sizes are counted in characters, not model tokens: the splitter takes the len() of what its
+    # tokenizer returns, here the text itself
+    return SentenceSplitter(chunk_size=size, chunk_overlap=overlap, tokenizer=str)

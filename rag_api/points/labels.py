@@ -193,7 +193,7 @@ def _broken(text: str, lines: list[str], words: list[str]) -> bool:
     if len(lines) >= 6 and sum(1 for line in lines if len(line) <= 2) >= 0.5 * len(lines):
         return True
     # letters spaced out ("T h i s  i s"): most words one letter long
-    return len(words) >= 12 and sum(1 for word in words if len(word) == 1) >= 0.6 * len(words)
+    return len(words) >= 12 and list(map(len, words)).count(1) >= 0.6 * len(words)
 
 
 def _other_language(words: list[str], language: str) -> bool:
@@ -201,10 +201,10 @@ def _other_language(words: list[str], language: str) -> bool:
     three times as many as of the collection's own."""
     if language not in FUNCTION_WORDS or len(words) < 12:
         return False
-    own = sum(word in FUNCTION_WORDS[language] for word in words)
+    own = sum(map(FUNCTION_WORDS[language].__contains__, words))
     for other, vocabulary in FUNCTION_WORDS.items():
         if other != language:
-            theirs = sum(word in vocabulary for word in words)
+            theirs = sum(map(vocabulary.__contains__, words))
             if theirs >= 3 and theirs >= 3 * max(own, 1):
                 return True
     return False
