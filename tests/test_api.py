@@ -31,6 +31,7 @@ def shipped(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_query_end_to_end_with_the_bundled_model(
     tmp_path: Path, shipped: Path, make_settings, open_hub, serve
 ) -> None:

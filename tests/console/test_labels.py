@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from rag_api.indexing.sync import sync_collection
 from rag_api.store import Selector
 from tests.conftest import hash_collection, write_config
@@ -15,6 +17,7 @@ from tests.support.labels import label, label_file, labels, unlabel
 SCAN = "# Scan\n\n" + " ".join(f"Parking page {i}, scanned and read badly." for i in range(30))
 
 
+@pytest.mark.slow
 def test_files_chunks_and_sources_show_their_labels(
     tmp_path: Path, make_settings, serve, page
 ) -> None:

@@ -37,6 +37,7 @@ def minilm_on(device: str, **overrides) -> dict:
     return entry
 
 
+@pytest.mark.slow
 def test_auto_resolves_to_the_cpu_here_and_says_so(caplog: pytest.LogCaptureFixture) -> None:
     assert devices.concrete("auto") == "cpu" and devices.precision_for("cpu", "auto") == "fp32"
     assert "no CUDA device" in devices.found() or "not installed" in devices.found()

@@ -7,6 +7,7 @@ import signal
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.conftest import (
     assert_error_shape,
@@ -23,6 +24,7 @@ def json_lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 def test_serve_logs_json_lines_carrying_the_request_id(tmp_path: Path) -> None:
     kb_dir = tmp_path / "kb"
     kb_dir.mkdir()

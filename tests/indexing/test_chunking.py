@@ -49,6 +49,7 @@ def repeated(before: str, after: str) -> str:
     return ""
 
 
+@pytest.mark.slow
 def test_neighbouring_chunks_repeat_real_text_up_to_the_overlap() -> None:
     """Sentences shorter than the overlap (17 characters, overlap 40): the splitter carries whole
     sentences into the next chunk, at least one and never more characters than the overlap.

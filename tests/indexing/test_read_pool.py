@@ -95,6 +95,7 @@ def test_workers_read_the_same_chunks_in_order_and_report_bad_files_the_same(
     assert read_pool.worker_pids()  # kept for the next big sync
 
 
+@pytest.mark.slow
 def test_a_killed_worker_costs_the_sync_nothing_but_speed(tmp_path: Path) -> None:
     items = write_files(tmp_path / "kb", POOL_MIN_FILES)
     here: list[str] = []

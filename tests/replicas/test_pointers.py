@@ -171,6 +171,7 @@ def test_a_reader_opened_and_closed_without_starting_stops_cleanly(tmp_path: Pat
     assert not reader.renewed
 
 
+@pytest.mark.slow
 def test_a_reader_process_that_ends_without_stopping_its_renewal_still_exits() -> None:
     following = Following([])  # the same start in this process: mutmut maps what runs here
     following.start()

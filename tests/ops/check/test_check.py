@@ -245,6 +245,7 @@ def test_cli_json_human_and_repair(indexed, tmp_path) -> None:
 
 
 @pytest.mark.parametrize("trouble", ["store down", "config invalid", "store locked", "unknown"])
+@pytest.mark.slow
 def test_cli_could_not_run(indexed, trouble: str) -> None:
     env = dict(indexed)
     held = None

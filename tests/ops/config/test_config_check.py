@@ -163,6 +163,7 @@ def test_the_migration_hint_never_suggests_an_impossible_size(tmp_path: Path, kb
         store.close()
 
 
+@pytest.mark.slow
 def test_a_rerank_server_is_asked_once_online(tmp_path: Path, kb: Path) -> None:
     with FakeReranker() as server:
         rerank = {"provider": "http", "base_url": server.url, "model": "other-model"}
@@ -181,6 +182,7 @@ def test_a_rerank_server_is_asked_once_online(tmp_path: Path, kb: Path) -> None:
         assert check(config, "--online").returncode == 0
 
 
+@pytest.mark.slow
 def test_ocr_without_tesseract_is_a_note_naming_what_to_install(tmp_path: Path, kb: Path) -> None:
     config = write_config(tmp_path / "c.yaml", {"es": hash_collection(kb, language="es")})
     result = run_cli(
