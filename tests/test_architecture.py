@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO, cli_env
 
 PACKAGES = ("rag_api",)
@@ -195,6 +197,7 @@ def test_the_top_level_holds_a_dozen_modules_at_most() -> None:
     assert len(top) <= 12, sorted(top)
 
 
+@pytest.mark.slow
 def test_the_cli_and_the_server_start_without_a_server_client_or_a_model_runtime() -> None:
     # every `rag-hub` command pays its imports: qdrant-client loads only for a Qdrant server (or
     # replicas), a model runtime only when a model loads

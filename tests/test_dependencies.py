@@ -12,6 +12,8 @@ import tomllib
 from collections import defaultdict
 from importlib.metadata import packages_distributions
 
+import pytest
+
 from tests.conftest import REPO
 
 PACKAGES = ("rag_api", "indexer")
@@ -80,6 +82,7 @@ def pyproject() -> dict:
     return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 
 
+@pytest.mark.slow
 def test_every_imported_package_is_declared() -> None:
     assert undeclared(pyproject()) == {}
 

@@ -172,6 +172,7 @@ def test_every_route_that_writes_is_audited_or_listed_as_a_non_write(
     assert routes == set(WRITES) | set(NOT_WRITES), "a new route: audit it, or say why not"
 
 
+@pytest.mark.slow
 def test_each_write_route_logs_one_audit_line_naming_route_key_and_collection(
     tmp_path: Path, make_settings, serve, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -92,6 +92,7 @@ def test_single_text_fast_path_gives_the_same_vector_as_encode() -> None:
     )
 
 
+@pytest.mark.slow
 def test_queries_and_batches_each_run_on_their_own_thread_count() -> None:
     """RAG_QUERY_THREADS for a query, RAG_BATCH_THREADS for writes (even of one text), set on the
     calling thread: a query in one thread leaves another thread's batch count alone."""

@@ -86,6 +86,7 @@ def _indexed(http: httpx.Client) -> bool:
     return status["collections"].get("notes", {}).get("files") == 1
 
 
+@pytest.mark.slow
 def test_a_line_break_sent_by_a_client_cannot_forge_a_text_log_line(tmp_path: Path) -> None:
     """A client's %0A in a path (the access line) or a line break in a collection name (a route's
     own log line) is written escaped: each record stays one line of the text log."""

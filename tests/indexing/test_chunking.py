@@ -64,6 +64,7 @@ def test_neighbouring_chunks_repeat_real_text_up_to_the_overlap() -> None:
         assert len(carried) <= overlap.overlap, (carried, overlap.overlap)
 
 
+@pytest.mark.slow
 def test_an_edit_rechunks_only_its_section() -> None:
     sections = [f"## Section {i}\n\n{sentences(6, f'topic{i}')}" for i in range(8)]
     before = split_text("\n\n".join(sections), SMALL, markdown=True)

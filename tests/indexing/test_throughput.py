@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from prometheus_client import REGISTRY
 
 from rag_api.indexing.chunking import Chunk
@@ -34,6 +35,7 @@ def _retries(reason: str) -> float:
     )
 
 
+@pytest.mark.slow
 def test_rag_hub_index_shows_the_pace_the_servers_latency_and_its_retries(tmp_path: Path) -> None:
     kb = tmp_path / "kb"
     kb.mkdir()

@@ -21,6 +21,8 @@ from rag_api.settings import Settings
 from tests.conftest import REPO, cli_env, free_port, hash_collection, run_cli, write_config
 from tests.support.migration_world import write_api
 
+pytestmark = pytest.mark.slow  # each test runs `rag-hub mcp` processes over stdio
+
 READER = "reader-secret"
 WRITES = {"upsert_document", "remove_document"}
 
@@ -69,7 +71,6 @@ def test_stdio_opens_the_store_when_no_hub_runs(indexed) -> None:
     assert first_source(indexed) == "faq.md"
 
 
-@pytest.mark.slow
 def test_stdio_relays_to_a_running_hub(indexed, serve) -> None:
     settings = Settings(
         config=Path(indexed["RAG_CONFIG"]), data_dir=Path(indexed["RAG_DATA_DIR"]),
@@ -91,7 +92,6 @@ def leaves(error: BaseException) -> list[BaseException]:
     return [error]
 
 
-@pytest.mark.slow
 def test_a_hub_of_another_store_on_the_port_is_not_relayed_to(indexed, serve, tmp_path) -> None:
     """Another hub listening on RAG_PORT (a second hub on the machine) serves another store:
     the command answers from its own store, not from that hub's collections."""
@@ -169,7 +169,6 @@ async def what_the_key_gets(mcp: ClientSession) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("hub_running", [False, True], ids=["in-process", "relayed"])
-@pytest.mark.slow
 def test_a_key_has_the_same_scope_whether_a_hub_runs_or_not(
     two_collections, serve, hub_running
 ) -> None:
@@ -213,7 +212,6 @@ def test_in_process_a_writer_key_writes_where_it_may_and_the_audit_names_it(
     assert len(audited) == 1 and "(notes bot) rag-hub mcp: upsert/document on notes" in audited[0]
 
 
-@pytest.mark.slow
 def test_in_process_a_key_the_hub_does_not_know_or_none_stops_the_command(
     two_collections,
 ) -> None:

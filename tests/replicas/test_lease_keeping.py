@@ -141,6 +141,7 @@ def test_a_writer_that_starts_while_qdrant_is_down_takes_the_lease_when_it_answe
     assert docs_of(client).get("lease", "writer")["id"] == held.holder["id"]
 
 
+@pytest.mark.slow
 def test_a_writer_process_that_ends_without_giving_the_lease_back_still_exits(
     client: QdrantClient,
 ) -> None:

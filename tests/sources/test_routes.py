@@ -61,6 +61,7 @@ def test_a_sync_over_http_is_a_job_of_the_writer(world, make_settings, serve, ca
     assert_error_shape(bad, 422, "INVALID_REQUEST")
 
 
+@pytest.mark.slow
 def test_a_running_syncs_progress_shows_in_its_job(tmp_path, site, make_settings, serve) -> None:
     block = web_block(site, rate=40)  # ~1.5 s: long enough to be seen running
     config = write_config(tmp_path / "c.yaml", {"docs": hash_collection(None, sources=[block])})

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from rag_api.indexing.sync import file_scope, sync_collection
 from rag_api.store import Selector
 from tests.conftest import assert_error_shape, wait_for
@@ -45,6 +47,7 @@ def test_states_follow_the_folder_and_the_store(start, kb: Path) -> None:
         assert "clip.mp4" not in file_states(http)
 
 
+@pytest.mark.slow
 def test_a_file_whose_chunks_were_edited_or_removed_is_stale(start, kb: Path) -> None:
     server = start()
     collection = server.hub.collection("docs")

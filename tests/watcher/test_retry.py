@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import wait_for
 from tests.support.fakes.ollama import FakeOllama
 from tests.watcher.conftest import counters, found, settled
 
 
+@pytest.mark.slow
 def test_queue_survives_an_embedder_outage(
     kb_dir: Path, start_watcher, fake_ollama: FakeOllama
 ) -> None:

@@ -136,6 +136,7 @@ def test_remote_sizes_are_asked_only_online(tmp_path: Path, kb: Path) -> None:
         )
 
 
+@pytest.mark.slow
 def test_migrate_refuses_a_size_the_model_cannot_produce(tmp_path: Path, kb: Path) -> None:
     config = write_config(tmp_path / "c.yaml", {"docs": hash_collection(kb)})
     env = {"RAG_CONFIG": str(config), "RAG_DATA_DIR": str(tmp_path / "data")}
