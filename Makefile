@@ -66,8 +66,8 @@ run: install
 # the suite on every core (pytest-xdist), then the tests marked serial alone: they measure CPU
 # time or need the machine to themselves; each pass prints its own time. `test` leaves out the
 # tests marked slow (each takes seconds: processes killed and restarted, real models, large
-# indexes, the browser), so that it stays a few minutes; `test-slow` runs them, `test-all` (CI)
-# both. Exit 5 is pytest's "no test selected".
+# indexes, the browser), so that it stays under 5 minutes; `test-slow` runs them, `test-all`
+# both, as .ci/run does. Exit 5 is pytest's "no test selected".
 test: install-dev
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) -m "not serial and not slow" $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -m "serial and not slow" $(PYTEST_ARGS) || [ $$? -eq 5 ]
