@@ -73,11 +73,16 @@ FUNCTION_WORDS = {
 _WORD = re.compile(r"\w+")
 
 
+def function_words_in(words: list[str], language: str) -> int:
+    """How many of `words` (lower-cased) are `language`'s function words."""
+    return sum(map(FUNCTION_WORDS[language].__contains__, words))
+
+
 def text_language(text: str, languages: Iterable[str]) -> str | None:
     """The language (among `languages`) whose function words a text uses strictly most."""
     words = _WORD.findall(text.lower())
     counts = {
-        language: sum(word in FUNCTION_WORDS[language] for word in words)
+        language: function_words_in(words, language)
         for language in set(languages)
         if language in FUNCTION_WORDS
     }

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rag_api import payload
-from rag_api.embedding.languages import FUNCTION_WORDS
+from rag_api.embedding.languages import FUNCTION_WORDS, function_words_in
 
 # Raising this relabels every kb file once (it is part of the file hash, rag_api.indexing.kb);
 # their vectors are reused by content hash.
@@ -201,10 +201,10 @@ def _other_language(words: list[str], language: str) -> bool:
     three times as many as of the collection's own."""
     if language not in FUNCTION_WORDS or len(words) < 12:
         return False
-    own = sum(map(FUNCTION_WORDS[language].__contains__, words))
-    for other, vocabulary in FUNCTION_WORDS.items():
+    own = function_words_in(words, language)
+    for other in FUNCTION_WORDS:
         if other != language:
-            theirs = sum(map(vocabulary.__contains__, words))
+            theirs = function_words_in(words, other)
             if theirs >= 3 and theirs >= 3 * max(own, 1):
                 return True
     return False
