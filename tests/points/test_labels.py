@@ -159,3 +159,46 @@ def test_templated_notes_that_differ_in_their_numbers_are_not_furniture() -> Non
     for order in (8942, 8943, 8944):
         census.add(f"o{order}", f"Order {order} shipped to the customer today.", f"crm/{order}")
     assert census.repeated("Order 8945 shipped to the customer today.", "crm/8945") == 0.0
+
+
+def spaced(words: int, short: int, word: str = "t") -> str:
+    """`words` words on one line, `short` of them `word` (one letter: spaced-out letters), the
+    rest ordinary ones: letters enough not to be too short."""
+    return " ".join([word] * short + ["invoice"] * (words - short))
+
+
+@pytest.mark.parametrize(
+    ("text", "broken"),
+    [
+        (spaced(12, 12), True),  # "T h i s  i s ..." all the way
+        (spaced(20, 12), True),  # exactly 60% one letter long
+        (spaced(20, 11), False),  # 55%
+        (spaced(11, 11), False),  # too few words to judge
+        (spaced(20, 12, "ab"), False),  # two-letter words are not spaced-out letters
+    ],
+)
+def test_letters_spaced_out_are_a_broken_extraction(text: str, broken: bool) -> None:
+    assert ("broken_extraction" in label(text, "xx").reasons) is broken
+
+
+ES_WORDS = "el los las que y para pero por".split()  # Spanish function words, none English
+
+
+@pytest.mark.parametrize(
+    ("theirs", "own", "filler", "other"),
+    [
+        (3, 0, 9, True),  # 3 of 12 words Spanish, none English: another language
+        (3, 0, 8, False),  # 11 words: too few to judge
+        (2, 0, 10, False),  # 2 Spanish words are not enough
+        (3, 1, 8, True),  # 3 Spanish for 1 English: three times as many
+        (5, 2, 5, False),  # 5 for 2: not three times as many
+        (6, 2, 4, True),  # 6 for 2
+    ],
+)
+def test_another_language_takes_three_of_its_words_and_three_times_the_collections(
+    theirs: int, own: int, filler: int, other: bool
+) -> None:
+    words = ES_WORDS[:theirs] + ["the", "of"][:own] + ["invoice"] * filler
+    text = " ".join(words)
+    assert ("other_language" in label(text, "en").reasons) is other
+    assert "other_language" not in label(text, "xx").reasons  # a language without a word list
