@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,13 +19,14 @@ from rag_api.indexing.text_facts import TextFacts, document_titles
 from rag_api.points.collection import Collection
 from rag_api.points.labels import BOILERPLATE_SHARE, Label, label
 from rag_api.points.repetition import Census, unit_of
-from rag_api.points.write_batch import Batch
-from rag_api.store import PointData, Selector
+from rag_api.points.write_batch import Batch, document_name, documents
+from rag_api.store import PointData, Record, Selector
 
 log = logging.getLogger("rag_api.indexing.ingest")
-# chunks embedded per call in a bulk index: the model sorts a call's texts by length to pad less,
-# so fewer, larger calls come closer to encoding everything at once
-EMBED_BATCH_CHUNKS = 2048
+# chunks a group of documents holds in a bulk index (embedded in one call, written in one
+# replacement): smaller groups keep the pipeline's stages busier at its start and end, larger
+# ones pad a model's calls less (docs/performance.md, bench_ingest)
+EMBED_BATCH_CHUNKS = 512
 REUSE_FIELDS = [payload.EMBEDDER, payload.CONTENT_HASH]
 NotWritten = Callable[["DocumentWrite", str], None]  # a document not written, and why
 
@@ -71,9 +73,10 @@ class DocumentWrite:
     vectors: dict[str, np.ndarray | list[float]] = field(init=False, default_factory=dict)
     reused: int = field(init=False, default=0)
 
-    def prepare(self, batch: Batch) -> list[str]:
-        """Build the payloads, load reusable vectors; return the texts that still need embedding
-        (deduplicated)."""
+    def prepare(self, batch: Batch, stored: Iterable[Record] | None = None) -> list[str]:
+        """Build the payloads, load reusable vectors (from `stored`, the scope's points with
+        their vectors, when read already: prepare_all); return the texts that still need
+        embedding (deduplicated)."""
         coll = self.collection
         prefix = coll.cfg.embedder.document_prefix
         self.hashes = [content_hash(c.text, prefix) for c in self.chunks]
@@ -95,12 +98,16 @@ class DocumentWrite:
             )
             for chunk, digest, alone in zip(self.chunks, self.hashes, known, strict=True)
         ]
-        scopes = [self.scope] + ([self.reuse_from] if self.reuse_from is not None else [])
-        for scope in scopes if self.chunks and not self.reembed else []:
-            for record in batch.records(scope, REUSE_FIELDS, with_dense=True):
-                stored = payload.StoredChunk(record.payload)
-                digest = stored.content_hash
-                if record.dense is not None and digest and stored.embedder == coll.embedder_id:
+        if self.reuses:
+            if stored is None:
+                stored = batch.records(self.scope, REUSE_FIELDS, with_dense=True)
+            if self.reuse_from is not None:
+                more = batch.records(self.reuse_from, REUSE_FIELDS, with_dense=True)
+                stored = itertools.chain(stored, more)
+            for record in stored:
+                chunk = payload.StoredChunk(record.payload)
+                digest = chunk.content_hash
+                if record.dense is not None and digest and chunk.embedder == coll.embedder_id:
                     self.vectors.setdefault(digest, record.dense)
         self.reused = sum(1 for digest in self.hashes if digest in self.vectors)
         missing: dict[str, str] = {}
@@ -109,12 +116,18 @@ class DocumentWrite:
                 missing.setdefault(digest, chunk.text)
         return list(missing.values())
 
+    @property
+    def reuses(self) -> bool:
+        """Whether stored vectors are looked up for its chunks."""
+        return bool(self.chunks) and not self.reembed
+
     def accept(self, texts: Sequence[str], vectors: np.ndarray) -> None:
         prefix = self.collection.cfg.embedder.document_prefix
         for text, vector in zip(texts, vectors, strict=True):
             self.vectors[content_hash(text, prefix)] = vector
 
-    def commit(self, batch: Batch) -> WriteStats:
+    def points(self) -> list[PointData]:
+        """Its chunks as points, once every vector is there (accept)."""
         coll = self.collection
         facts = self._facts()
         sparse = (
@@ -125,17 +138,15 @@ class DocumentWrite:
             )
         )
         ids = [payload.point_id(coll.name, c.source, c.chunk_index) for c in self.chunks]
-        points = [
+        return [
             PointData(pid, self.vectors[digest], body, sv)
             for pid, body, digest, sv in zip(ids, self.payloads, self.hashes, sparse, strict=True)
         ]
-        deleted = batch.replace(self.scope, points, self.seqs)
-        return WriteStats(
-            embedded=len(points) - self.reused,
-            reused=self.reused,
-            deleted=deleted,
-            written=len(points),
-        )
+
+    def stats(self, deleted: int) -> WriteStats:
+        """What its commit did, `deleted` points of the scope left over."""
+        written = len(self.chunks)
+        return WriteStats(written - self.reused, self.reused, deleted, written)
 
     def _facts(self) -> TextFacts | None:
         """The text facts given with the chunks, if they are the ones this collection reads."""
@@ -171,7 +182,7 @@ def write_documents(
     others are written), and a server that stopped answering raises EmbedderUnavailable.
     """
     with collection.batch() as batch:  # a migration's alias swap waits for it, or it for the swap
-        texts = [write.prepare(batch) for write in writes]
+        texts = prepare_all(batch, writes)
         embedded = embed_each(collection, [t for own in texts for t in own])
         failures: list[str] = []
 
@@ -201,6 +212,20 @@ def log_written(
     )
 
 
+def prepare_all(batch: Batch, writes: Sequence[DocumentWrite]) -> list[list[str]]:
+    """Prepare each write (DocumentWrite.prepare), the stored points of whole documents read in
+    one piece: each write's texts to embed."""
+    looking = [write for write in writes if write.reuses]
+    together = documents([write.scope for write in looking])
+    if together is None:
+        return [write.prepare(batch) for write in writes]
+    selector, key = together
+    stored: dict[Any, list[Record]] = {}
+    for record in batch.records(selector, [*REUSE_FIELDS, key], with_dense=True):
+        stored.setdefault(record.payload.get(key), []).append(record)
+    return [write.prepare(batch, stored.get(document_name(write.scope), [])) for write in writes]
+
+
 def commit_group(
     batch: Batch,
     writes: Sequence[DocumentWrite],
@@ -209,9 +234,10 @@ def commit_group(
     on_done: Callable[[DocumentWrite, WriteStats], None] | None,
     on_failed: NotWritten,
 ) -> WriteStats:
-    """Write each document whose texts (`texts`, in order, as `embedded` holds them) all have
-    their vectors; report each other one to `on_failed` with why."""
-    total = WriteStats()
+    """Write the documents whose texts (`texts`, in order, as `embedded` holds them) all have
+    their vectors, in one replacement (Batch.replace_each); report each other one to
+    `on_failed` with why."""
+    ready: list[DocumentWrite] = []
     start = 0
     for write, own in zip(writes, texts, strict=True):
         span = range(start, start + len(own))
@@ -221,7 +247,11 @@ def commit_group(
             on_failed(write, f"not embedded: {reasons[0]}")
             continue
         write.accept(own, embedded.vectors[span.start : span.stop])
-        stats = write.commit(batch)
+        ready.append(write)
+    deleted = batch.replace_each([(w.scope, w.points(), w.seqs) for w in ready]) if ready else []
+    total = WriteStats()
+    for write, gone in zip(ready, deleted, strict=True):
+        stats = write.stats(gone)
         total.add(stats)
         if on_done is not None:
             on_done(write, stats)

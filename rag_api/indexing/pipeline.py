@@ -39,6 +39,7 @@ from rag_api.indexing.ingest import (
     WriteStats,
     commit_group,
     embed_each,
+    prepare_all,
 )
 from rag_api.indexing.throughput import Throughput
 from rag_api.points.collection import Collection
@@ -150,7 +151,7 @@ class Pipeline:
         try:
             batch = held.enter_context(self.collection.batch())
             group = _Group(writes, held, batch)
-            group.texts = [write.prepare(batch) for write in writes]
+            group.texts = prepare_all(batch, writes)
         except BaseException:
             held.close()
             raise

@@ -2,12 +2,14 @@
 
 A replacement is atomic for readers: it holds the collection's points lock alone while it reads
 the scope, stamps each point with its chunk number and the document's generation, overwrites by
-id and deletes what is left over (one engine operation each, whole even across a crash).
+id and deletes what is left over (one engine operation each, whole even across a crash). A group
+of whole documents is replaced the same way, one operation of each kind for them all.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,6 +19,8 @@ from rag_api.points.locks import ReadWriteLock
 from rag_api.points.repetition import Census, Repetition
 from rag_api.points.sequence import ChunkSequence
 from rag_api.store import PointData, Record, Selector, Store
+
+STAMP_FIELDS = [payload.SEQ, payload.GEN]  # what a replacement reads of the points it replaces
 
 
 class Batch:
@@ -54,30 +58,60 @@ class Batch:
         """Make the points `scope` selects exactly `points`, atomically for readers: overwrite by
         id, delete what is left over; returns how many were deleted. Each point is stamped with
         its chunk number (`seqs`, else the one its id already has, else a fresh one)."""
+        return self.replace_each([(scope, points, seqs)])[0]
+
+    def replace_each(
+        self, items: Sequence[tuple[Selector, Sequence[PointData], Sequence[int] | None]]
+    ) -> list[int]:
+        """`replace` for several scopes, in turn; where they are whole documents of one kind,
+        each named once (`documents`), in one engine operation of each kind for them all: one
+        read, one upsert, one delete, so a group of documents is one write, whole even across a
+        crash. Returns how many points each scope lost."""
+        if not all(seqs for _, _, seqs in items):
+            self.sequence.prime(self._physical)  # the first write's scan, outside readers' way
+        together = documents([scope for scope, _, _ in items])
+        with self._points_lock.write():
+            # read the scopes now, under the lock: a concurrent writer may have added points
+            if together is None:
+                return [self._replace([item], [self._existing(item[0])])[0] for item in items]
+            selector, key = together
+            by_name: dict[Any, dict[str, dict[str, Any]]] = {}
+            for record in self.store.iter_records(
+                self._physical, selector, fields=[*STAMP_FIELDS, key]
+            ):
+                by_name.setdefault(record.payload.get(key), {})[record.id] = record.payload
+            return self._replace(items, [by_name.get(document_name(s), {}) for s, _, _ in items])
+
+    def _replace(
+        self,
+        items: Sequence[tuple[Selector, Sequence[PointData], Sequence[int] | None]],
+        found: list[dict[str, dict[str, Any]]],
+    ) -> list[int]:
+        """Under the points lock: write `items` over the points `found` in their scopes."""
         store, physical = self.store, self._physical
         now = datetime.now(UTC).isoformat(timespec="seconds")
-        if not seqs:
-            self.sequence.prime(physical)  # the first write's scan, outside the readers' way
-        with self._points_lock.write():
-            # read the scope now, under the lock: a concurrent writer may have added points
-            records = store.iter_records(physical, scope, fields=[payload.SEQ, payload.GEN])
-            existing = {r.id: r.payload for r in records}
+        stamped: list[PointData] = []
+        stale: list[list[str]] = []
+        for (scope, points, seqs), existing in zip(items, found, strict=True):
             numbers = list(seqs) if seqs else self._numbers([p.id for p in points], existing)
-            stamped = [
+            own = [
                 PointData(p.id, p.dense, payload.stamped(p.payload, seq, now), p.sparse)
                 for p, seq in zip(points, numbers, strict=True)
             ]
             # a whole document (a scope by source or file) gets a new generation of it
             replaced = existing.values() if scope.ids is None else None
-            generations.stamp(store, physical, [p.payload for p in stamped], replaced)
-            # one operation each: the engine applies it whole or not at all, even across a crash
-            store.upsert(physical, stamped)
+            generations.stamp(store, physical, [p.payload for p in own], replaced)
+            stamped += own
             keep = {p.id for p in points}
-            stale = [pid for pid in existing if pid not in keep]
-            if stale:
-                store.delete(physical, Selector(ids=tuple(stale)))
-            self._repetition.written(physical, self.language, existing, stamped)
-        return len(stale)
+            stale.append([pid for pid in existing if pid not in keep])
+        # one operation each: the engine applies it whole or not at all, even across a crash
+        store.upsert(physical, stamped)
+        doomed = tuple(pid for own in stale for pid in own)
+        if doomed:
+            store.delete(physical, Selector(ids=doomed))
+        removed = {pid: body for existing in found for pid, body in existing.items()}
+        self._repetition.written(physical, self.language, removed, stamped)
+        return [len(own) for own in stale]
 
     def upsert(self, points: Sequence[PointData]) -> None:
         """Overwrite points by id, payloads as they are."""
@@ -85,8 +119,35 @@ class Batch:
             self.store.upsert(self._physical, points)
             self._repetition.written(self._physical, self.language, [], points)
 
+    def _existing(self, scope: Selector) -> dict[str, dict[str, Any]]:
+        records = self.store.iter_records(self._physical, scope, fields=STAMP_FIELDS)
+        return {record.id: record.payload for record in records}
+
     def _numbers(self, ids: list[str], existing: dict[str, dict[str, Any]]) -> list[int]:
         """Each point's chunk number: the one it already has when overwritten in place, else new."""
         kept = [payload.StoredChunk(existing.get(pid, {})).seq for pid in ids]
         fresh = iter(self.sequence.allocate(self._physical, kept.count(None)))
         return [seq if seq is not None else next(fresh) for seq in kept]
+
+
+def documents(scopes: Sequence[Selector]) -> tuple[Selector, str] | None:
+    """One selector for the points of several scopes that each select one whole document of one
+    kind (a kb file, or a source's document, by name), and the payload field that names the
+    document a point belongs to; None for one scope, or scopes of another shape."""
+    if len(scopes) < 2:
+        return None
+    for name, key in (("files", payload.FILE), ("sources", payload.SOURCE)):
+        named = [getattr(scope, name) for scope in scopes]
+        if not all(names is not None and len(names) == 1 for names in named):
+            continue
+        rest = [replace(scope, **{name: None}) for scope in scopes]
+        distinct = {names[0] for names in named}
+        if all(other == rest[0] for other in rest) and len(distinct) == len(scopes):
+            return replace(scopes[0], **{name: tuple(sorted(distinct))}), key
+    return None
+
+
+def document_name(scope: Selector) -> str | None:
+    """A one-document scope's name: its file, else its source."""
+    names = scope.files or scope.sources
+    return names[0] if names else None

@@ -1,29 +1,59 @@
 """Several documents written together (write_documents, as the indexing pipeline writes a group):
-the same points, chunk numbers and counts as writing them one by one, and a document named twice
-in one group ends as its last write says."""
+the same points, chunk numbers, counts and reused vectors as writing them one by one, each
+document a new generation of its own, for each kind of document (an API source, a kb file, a
+source's document: read and written in one engine operation each), and a document named twice in
+one group ends as its last write says."""
 
 from __future__ import annotations
+
+import numpy as np
+import pytest
 
 from rag_api import payload
 from rag_api.hub import Hub
 from rag_api.indexing.chunking import Chunk
-from rag_api.indexing.ingest import DocumentWrite, write_documents
+from rag_api.indexing.ingest import DocumentWrite, WriteStats, write_documents
+from rag_api.points.generations import find_torn
 from rag_api.store import Selector
 
+KINDS = ["api", "file", "source"]
 
-def write(hub: Hub, source: str, texts: list[str]) -> DocumentWrite:
+
+def write(hub: Hub, source: str, texts: list[str], kind: str = "api") -> DocumentWrite:
+    """The write of document `source` as an API source, a kb file or a source's document."""
     collection = hub.collection("docs")
-    chunks = [Chunk(text, source, n) for n, text in enumerate(texts)]
-    provenance = {payload.ORIGIN: payload.FROM_API}
-    return DocumentWrite(collection, Selector(sources=(source,)), chunks, provenance)
+    name = f"wiki:{source}" if kind == "source" else source
+    chunks = [Chunk(text, name, n) for n, text in enumerate(texts)]
+    if kind == "file":
+        provenance = payload.file_provenance(name, f"hash of {texts}", len(texts))
+        scope = Selector(origin=payload.FROM_FILE, files=(name,))
+    elif kind == "source":
+        provenance = payload.source_provenance(f"hash of {texts}", len(texts), {}, None)
+        scope = Selector(origin=payload.FROM_SOURCE, sources=(name,))
+    else:
+        provenance = {payload.ORIGIN: payload.FROM_API}
+        scope = Selector(sources=(name,))
+    return DocumentWrite(collection, scope, chunks, provenance)
 
 
 def stored(hub: Hub) -> dict[str, tuple[str, str, int]]:
-    physical = hub.collection("docs").info(refresh=True).physical
     return {
         r.id: (r.payload[payload.SOURCE], r.payload[payload.TEXT], r.payload[payload.SEQ])
-        for r in hub.store.iter_records(physical)
+        for r in records(hub)
     }
+
+
+def records(hub: Hub) -> list:
+    physical = hub.collection("docs").info(refresh=True).physical
+    return list(hub.store.iter_records(physical, with_dense=True))
+
+
+def generations(hub: Hub) -> dict[str, set[int]]:
+    """Each document's generations (one, unless a replacement was cut short)."""
+    found: dict[str, set[int]] = {}
+    for record in records(hub):
+        found.setdefault(record.payload[payload.SOURCE], set()).add(record.payload[payload.GEN])
+    return found
 
 
 FIRST = {
@@ -37,24 +67,39 @@ SECOND = {
 }
 
 
-def test_a_group_written_at_once_stores_what_one_by_one_stores(open_docs) -> None:
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_group_written_at_once_stores_what_one_by_one_stores(open_docs, kind: str) -> None:
     together, apart = open_docs("together"), open_docs("apart")
     for hub in (together, apart):
-        write_documents(hub.collection("docs"), [write(hub, s, t) for s, t in FIRST.items()])
+        write_documents(hub.collection("docs"), [write(hub, s, t, kind) for s, t in FIRST.items()])
+    first = generations(together)
 
+    done: list[tuple[str, WriteStats]] = []
     stats = write_documents(
-        together.collection("docs"), [write(together, s, t) for s, t in SECOND.items()]
+        together.collection("docs"),
+        [write(together, s, t, kind) for s, t in SECOND.items()],
+        on_done=lambda w, s: done.append((w.chunks[0].source, s)),
     )
     one_by_one = [
-        write_documents(apart.collection("docs"), [write(apart, s, t)]) for s, t in SECOND.items()
+        write_documents(apart.collection("docs"), [write(apart, s, t, kind)])
+        for s, t in SECOND.items()
     ]
 
     assert stored(together) == stored(apart)
-    assert stats.deleted == sum(s.deleted for s in one_by_one) == 2
-    assert stats.written == 5
+    assert [(s.written, s.embedded, s.reused, s.deleted) for _, s in done] == [
+        (s.written, s.embedded, s.reused, s.deleted) for s in one_by_one
+    ]
+    assert (stats.deleted, stats.written, stats.reused) == (2, 5, 2)  # a and b keep a vector each
     assert sorted(text for _, text, _ in stored(together).values()) == sorted(
         t for texts in SECOND.values() for t in texts
     )
+    vectors = {r.id: r.dense for r in records(together)}
+    assert all(np.array_equal(vectors[r.id], r.dense) for r in records(apart))
+    now = generations(together)
+    assert all(len(gens) == 1 for gens in now.values())  # each document whole, its own
+    assert all(min(now[name]) > max(gens) for name, gens in first.items())
+    docs = together.collection("docs")
+    assert find_torn(together.store, docs.info().physical) == []
 
 
 def test_a_document_twice_in_one_group_ends_as_its_last_replacement(open_docs) -> None:
