@@ -84,6 +84,12 @@ class Embedder(ABC):
         docs/performance.md)."""
         return True
 
+    @property
+    def calls_at_once(self) -> int:
+        """How many indexing calls (embed_each) may run at once: one for a model here (it takes
+        the cores, or the GPU, a call at a time); a model behind a server says more."""
+        return 1
+
     def dimension(self) -> int:
         """The model's real output size (probes the model with one short text)."""
         return int(self.embed(["dimension probe"]).shape[1])

@@ -129,6 +129,12 @@ class RemoteEmbedder(Embedder):
     def placement(self) -> Placement:
         return Placement(self.base_url, None)
 
+    @property
+    def calls_at_once(self) -> int:
+        """Two: a call's first requests go out beside the last of the one before (its
+        `concurrency` bounds the requests of both together)."""
+        return 2
+
     def embed(self, texts: Sequence[str], *, query: bool = False) -> np.ndarray:
         call = self._embed(texts, QUERY_RULES if query else self._rules, query)
         if call.down or call.failed:

@@ -7,7 +7,8 @@ the sum of them.
 
 Labelling and writing are pure Python and share one thread (threads that compute take turns on
 the interpreter, and more of them on more cores only add the handing over: docs/performance.md);
-embedding, a server's requests in flight or a model's native code, has its own. The labelling
+embedding, a server's requests in flight or a model's native code, has its own (two for a
+server: a group's first requests go out beside the last of the one before). The labelling
 thread takes what comes to its inbox in order: documents, grouped and labelled, and groups back
 from the embedding, written. A group is written as its documents' vectors come
 (ingest.commit_group): a document whose vectors could not be made is reported and left as it
@@ -26,6 +27,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,6 +87,7 @@ class Pipeline:
         self._inbox: queue.Queue[Any] = queue.Queue()
         self._room = threading.Semaphore(WAITING)
         self._embedding: queue.Queue[Any] = queue.Queue(maxsize=1)
+        self._free = 0.0  # when the embedding stage last finished a group (monotonic)
         self._threads = [
             threading.Thread(target=stage, name=f"rag-ingest-{name}", daemon=True)
             for name, stage in (("label", self._label_and_write), ("embed", self._embed))
@@ -158,24 +161,48 @@ class Pipeline:
         self._embedding.put(group)
 
     def _embed(self) -> None:
-        while (group := self._embedding.get()) is not _END:
-            if self.error is not None:
-                group.held.close()
-                continue
-            started = time.monotonic()
-            try:
-                group.embedded = embed_each(
-                    self.collection, [t for own in group.texts for t in own]
-                )
-            except BaseException as exc:
-                group.held.close()
-                self._failed(exc)
-                continue
-            self.throughput.embedded(group.embedded, time.monotonic() - started)
+        """Embed the groups, as many at once as the model takes (Embedder.calls_at_once: a
+        server's requests of two groups overlap), each handed on in its turn."""
+        at_once = self._calls_at_once()
+        before: Future[None] | None = None  # the group before: a group goes on after it
+        room = threading.Semaphore(at_once)  # no group waits in the pool behind a waiting one
+        with ThreadPoolExecutor(at_once, thread_name_prefix="rag-ingest-embed") as pool:
+            while (group := self._embedding.get()) is not _END:
+                room.acquire()
+                before = pool.submit(self._embed_group, group, before, room)
+        self._inbox.put(_EMBEDDED)  # after every group went on (the pool's shutdown waits)
+
+    def _embed_group(
+        self, group: _Group, before: Future[None] | None, room: threading.Semaphore
+    ) -> None:
+        try:
+            embedded, started = None, time.monotonic()
+            if self.error is None:
+                try:
+                    embedded = embed_each(self.collection, [t for own in group.texts for t in own])
+                except BaseException as exc:
+                    self._failed(exc)
+            finished = time.monotonic()
+            if before is not None:
+                before.result()  # its turn: the group before went on (or was dropped)
+            if embedded is None or self.error is not None:
+                group.held.close()  # a failure stops what follows
+                return
+            group.embedded = embedded
+            # the stage's own time: the part of this group's that no group before it spent
+            self.throughput.embedded(embedded, max(0.0, finished - max(started, self._free)))
+            self._free = max(self._free, finished)
             self._inbox.put(group)  # written even when the server went down meanwhile
-            if group.embedded.down is not None:
-                self._failed(EmbedderUnavailable(self.collection.embedder_id, group.embedded.down))
-        self._inbox.put(_EMBEDDED)
+            if embedded.down is not None:
+                self._failed(EmbedderUnavailable(self.collection.embedder_id, embedded.down))
+        finally:
+            room.release()
+
+    def _calls_at_once(self) -> int:
+        try:
+            return self.collection.embedders.get(self.collection.cfg.embedder).calls_at_once
+        except Exception:  # a model that cannot load: the first group's embedding says why
+            return 1
 
     def _write(self, group: _Group, broken: bool) -> bool:
         """Write an embedded group (unless a write failed before); whether writing is broken."""

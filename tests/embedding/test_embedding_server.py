@@ -2,7 +2,7 @@
 (tests.support.embedding_server): a folder indexed through the hub comes out whole, each chunk
 once with its own vector, whatever the server does (503s, 429s, connections cut, a hang); a 429's
 Retry-After is waited on the server's clock; the requests in flight stay within `concurrency`
-and fall while the server sheds load; a question gets one quick retry at most.
+(two groups of documents' requests together) and fall while the server sheds load; a question gets one quick retry at most.
 
 A refused input and the memory of a large folder: tests/indexing/test_ingest_remote.py.
 """
@@ -22,6 +22,7 @@ from rag_api.config import EmbedderConfig
 from rag_api.embedding.embedders import Embedders
 from rag_api.embedding.remote_embedders import RemoteEmbedder
 from rag_api.hub import Hub
+from rag_api.indexing import pipeline
 from rag_api.indexing.sync import sync_collection
 from rag_api.settings import Settings
 from tests.conftest import assert_error_shape, hash_collection, write_config
@@ -225,6 +226,21 @@ def test_requests_in_flight_never_exceed_concurrency_while_indexing(
     assert log["max_active"] == 3
     embedder = docs.embedders.get(docs.cfg.embedder)
     assert isinstance(embedder, RemoteEmbedder) and embedder.inflight.peak == 3
+
+
+def test_a_groups_first_requests_go_out_beside_the_last_of_the_group_before(
+    tmp_path: Path, embedding_server, make_settings, open_hub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a group a file (its 4 chunks), a request a chunk: one group alone never has 6 in flight
+    monkeypatch.setattr(pipeline, "EMBED_BATCH_CHUNKS", SECTIONS)
+    server = embedding_server(latency_s=0.1, capacity=16, overflow="wait")
+    block = embedder_block(server, "openai", batch_size=1, concurrency=6)
+    hub = remote_hub(tmp_path, write_kb(tmp_path / "kb"), block, make_settings, open_hub)
+    server.configure(latency_s=0.1, capacity=16, overflow="wait")
+    report = sync_collection(hub.collection("docs"))
+    assert report.errors == {} and report.indexed == FILES
+    assert server.log()["max_active"] == 6  # two groups' requests at once, within the setting
+    assert assert_each_chunk_once_with_its_own_vector(hub) == FILES * SECTIONS
 
 
 def test_requests_in_flight_fall_while_the_server_sheds_load_and_grow_back_after(
