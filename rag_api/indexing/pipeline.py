@@ -176,15 +176,17 @@ class Pipeline:
         self, group: _Group, before: Future[None] | None, room: threading.Semaphore
     ) -> None:
         try:
-            embedded, started = None, time.monotonic()
+            started, embedded, failure = time.monotonic(), None, None
             if self.error is None:
                 try:
                     embedded = embed_each(self.collection, [t for own in group.texts for t in own])
                 except BaseException as exc:
-                    self._failed(exc)
+                    failure = exc
             finished = time.monotonic()
             if before is not None:
                 before.result()  # its turn: the group before went on (or was dropped)
+            if failure is not None:
+                self._failed(failure)
             if embedded is None or self.error is not None:
                 group.held.close()  # a failure stops what follows
                 return
@@ -195,6 +197,9 @@ class Pipeline:
             self._inbox.put(group)  # written even when the server went down meanwhile
             if embedded.down is not None:
                 self._failed(EmbedderUnavailable(self.collection.embedder_id, embedded.down))
+        except BaseException as exc:  # the stage's own failure, not the model's
+            group.held.close()
+            self._failed(exc)
         finally:
             room.release()
 

@@ -136,13 +136,18 @@ def documents(scopes: Sequence[Selector]) -> tuple[Selector, str] | None:
     document a point belongs to; None for one scope, or scopes of another shape."""
     if len(scopes) < 2:
         return None
-    for name, key in (("files", payload.FILE), ("sources", payload.SOURCE)):
+    for name, key, unnamed in (
+        ("files", payload.FILE, "sources"),
+        ("sources", payload.SOURCE, "files"),
+    ):
         named = [getattr(scope, name) for scope in scopes]
         if not all(names is not None and len(names) == 1 for names in named):
             continue
+        if getattr(scopes[0], unnamed) is not None:  # named one way only (document_name)
+            continue
         rest = [replace(scope, **{name: None}) for scope in scopes]
         distinct = {names[0] for names in named}
-        if all(other == rest[0] for other in rest) and len(distinct) == len(scopes):
+        if all(each == rest[0] for each in rest) and len(distinct) == len(scopes):
             return replace(scopes[0], **{name: tuple(sorted(distinct))}), key
     return None
 

@@ -14,6 +14,7 @@ from rag_api.hub import Hub
 from rag_api.indexing.chunking import Chunk
 from rag_api.indexing.ingest import DocumentWrite, WriteStats, write_documents
 from rag_api.points.generations import find_torn
+from rag_api.points.write_batch import documents
 from rag_api.store import Selector
 
 KINDS = ["api", "file", "source"]
@@ -116,3 +117,27 @@ def test_a_document_twice_in_one_group_ends_as_its_last_replacement(open_docs) -
 
     assert [text for _, text, _ in stored(hub).values()] == ["Z."]
     assert seen == [(2, 1), (1, 1)]  # 3 -> 2 (one left over), then 2 -> 1
+
+
+FILE_A = Selector(origin=payload.FROM_FILE, files=("a.md",))
+FILE_B = Selector(origin=payload.FROM_FILE, files=("b.md",))
+
+
+@pytest.mark.parametrize(
+    ("scopes", "merged"),
+    [
+        ([FILE_B, FILE_A], (Selector(origin="file", files=("a.md", "b.md")), payload.FILE)),
+        (
+            [Selector(sources=("x",)), Selector(sources=("y",))],
+            (Selector(sources=("x", "y")), payload.SOURCE),
+        ),
+        ([FILE_A], None),  # one document: replaced alone
+        ([FILE_A, FILE_A], None),  # named twice: in turn
+        ([FILE_A, Selector(origin=payload.FROM_API, files=("b.md",))], None),  # another origin
+        ([FILE_A, Selector(ids=("p1",))], None),  # not a whole document
+        ([FILE_A, Selector(origin="file", files=("b.md", "c.md"))], None),  # two documents
+        ([Selector(files=("a",), sources=("s",)), Selector(files=("a",), sources=("t",))], None),
+    ],
+)
+def test_only_whole_documents_of_one_kind_each_named_once_are_read_together(scopes, merged) -> None:
+    assert documents(scopes) == merged
