@@ -13,7 +13,8 @@ thread takes what comes to its inbox in order: documents, grouped and labelled, 
 from the embedding, written. A group is written as its documents' vectors come
 (ingest.commit_group): a document whose vectors could not be made is reported and left as it
 was. At most WAITING documents wait (the reader pauses beyond) and one group waits to be
-embedded, so memory stays flat however many documents come. A group takes the collection's write
+embedded (beside the one or two being embedded), so memory stays flat however many documents
+come. A group takes the collection's write
 batch from its labelling to its writing (a migration's alias swap waits for it). A failure stops
 what follows: the reader's next `put` raises PipelineFailed, `finish` the failure itself; what was
 written stays. A server that stopped answering (Embedded.down) stops it too, once the documents
