@@ -9,6 +9,7 @@ A refused input and the memory of a large folder: tests/indexing/test_ingest_rem
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,11 +22,12 @@ import pytest
 from rag_api.config import EmbedderConfig
 from rag_api.embedding.embedders import Embedders
 from rag_api.embedding.remote_embedders import RemoteEmbedder
+from rag_api.errors import EmbedderUnavailable
 from rag_api.hub import Hub
 from rag_api.indexing import pipeline
 from rag_api.indexing.sync import sync_collection
 from rag_api.settings import Settings
-from tests.conftest import assert_error_shape, hash_collection, write_config
+from tests.conftest import assert_error_shape, hash_collection, wait_for, write_config
 from tests.support.embedding_server import DIM, EmbeddingServer, vector
 
 FILES, SECTIONS = 12, 4  # a chunk a section: 48 chunks
@@ -240,6 +242,40 @@ def test_a_groups_first_requests_go_out_beside_the_last_of_the_group_before(
     report = sync_collection(hub.collection("docs"))
     assert report.errors == {} and report.indexed == FILES
     assert server.log()["max_active"] == 6  # two groups' requests at once, within the setting
+    assert assert_each_chunk_once_with_its_own_vector(hub) == FILES * SECTIONS
+
+
+def test_a_server_that_stops_answering_mid_sync_leaves_the_groups_before_it_whole(
+    tmp_path: Path, embedding_server, make_settings, open_hub, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a group a file, two groups in flight; the server answers three groups' requests, then 503s
+    monkeypatch.setattr(pipeline, "EMBED_BATCH_CHUNKS", SECTIONS)
+    knobs = {"latency_s": 0.2, "capacity": 16, "overflow": "wait"}
+    server = embedding_server(**knobs)
+    block = embedder_block(server, "openai", batch_size=1, concurrency=6, retry_wait_s=0)
+    hub = remote_hub(tmp_path, write_kb(tmp_path / "kb"), block, make_settings, open_hub)
+    server.configure(**knobs)
+
+    def outage() -> None:
+        wait_for(lambda: len(server.log()["requests"]) >= 3 * SECTIONS)
+        server.configure(**knobs, faults=[{"kind": "503", "times": 10_000}])
+
+    cut = threading.Thread(target=outage)
+    cut.start()
+    with pytest.raises(EmbedderUnavailable):
+        sync_collection(hub.collection("docs"))
+    cut.join()
+    stored: dict[str, int] = {}
+    for record in chunks(hub, "docs"):
+        stored[record.payload["source"]] = stored.get(record.payload["source"], 0) + 1
+    written = sorted(stored)
+    assert 0 < len(written) < FILES, written
+    assert written == [f"doc{i:03}.md" for i in range(len(written))]  # the groups handed on first
+    assert set(stored.values()) == {SECTIONS}  # each document whole
+
+    server.configure(latency_s=0.0)
+    report = sync_collection(hub.collection("docs"))
+    assert report.errors == {} and report.indexed == FILES - len(written)
     assert assert_each_chunk_once_with_its_own_vector(hub) == FILES * SECTIONS
 
 
