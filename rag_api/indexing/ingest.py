@@ -19,14 +19,10 @@ from rag_api.indexing.text_facts import TextFacts, document_titles
 from rag_api.points.collection import Collection
 from rag_api.points.labels import BOILERPLATE_SHARE, Label, label
 from rag_api.points.repetition import Census, unit_of
-from rag_api.points.write_batch import Batch, document_name, documents
+from rag_api.points.write_batch import Batch
 from rag_api.store import PointData, Record, Selector
 
 log = logging.getLogger("rag_api.indexing.ingest")
-# chunks a group of documents holds in a bulk index (embedded in one call, written in one
-# replacement): smaller groups keep the pipeline's stages busier at its start and end, larger
-# ones pad a model's calls less (docs/performance.md, bench_ingest)
-EMBED_BATCH_CHUNKS = 512
 REUSE_FIELDS = [payload.EMBEDDER, payload.CONTENT_HASH]
 NotWritten = Callable[["DocumentWrite", str], None]  # a document not written, and why
 
@@ -214,16 +210,13 @@ def log_written(
 
 def prepare_all(batch: Batch, writes: Sequence[DocumentWrite]) -> list[list[str]]:
     """Prepare each write (DocumentWrite.prepare), the stored points of whole documents read in
-    one piece: each write's texts to embed."""
-    looking = [write for write in writes if write.reuses]
-    together = documents([write.scope for write in looking])
-    if together is None:
+    one piece (Batch.records_each): each write's texts to embed."""
+    looking = [write.scope for write in writes if write.reuses]
+    found = batch.records_each(looking, REUSE_FIELDS, with_dense=True)
+    if found is None:
         return [write.prepare(batch) for write in writes]
-    selector, key = together
-    stored: dict[Any, list[Record]] = {}
-    for record in batch.records(selector, [*REUSE_FIELDS, key], with_dense=True):
-        stored.setdefault(record.payload.get(key), []).append(record)
-    return [write.prepare(batch, stored.get(document_name(write.scope), [])) for write in writes]
+    stored = iter(found)  # in the order of the writes that look
+    return [write.prepare(batch, next(stored) if write.reuses else None) for write in writes]
 
 
 def commit_group(

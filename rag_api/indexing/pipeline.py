@@ -14,11 +14,10 @@ from the embedding, written. A group is written as its documents' vectors come
 (ingest.commit_group): a document whose vectors could not be made is reported and left as it
 was. At most WAITING documents wait (the reader pauses beyond) and one group waits to be
 embedded (beside the one or two being embedded), so memory stays flat however many documents
-come. A group takes the collection's write
-batch from its labelling to its writing (a migration's alias swap waits for it). A failure stops
-what follows: the reader's next `put` raises PipelineFailed, `finish` the failure itself; what was
-written stays. A server that stopped answering (Embedded.down) stops it too, once the documents
-embedded before are written.
+come. A group takes the collection's write batch from its labelling to its writing (a
+migration's alias swap waits for it). A failure stops what follows: the reader's next `put`
+raises PipelineFailed, `finish` the failure itself; what was written stays. A server that
+stopped answering (Embedded.down) stops it too, once the documents embedded before are written.
 """
 
 from __future__ import annotations
@@ -36,7 +35,6 @@ from typing import Any
 from rag_api.embedding.embedders import Embedded
 from rag_api.errors import EmbedderUnavailable
 from rag_api.indexing.ingest import (
-    EMBED_BATCH_CHUNKS,
     DocumentWrite,
     NotWritten,
     WriteStats,
@@ -50,6 +48,10 @@ from rag_api.points.write_batch import Batch
 
 log = logging.getLogger("rag_api.indexing.pipeline")
 Done = Callable[[DocumentWrite, WriteStats], None]
+# chunks a group of documents holds (embedded in one call, written in one replacement): smaller
+# groups keep the stages busier at a sync's start and end, larger ones pad a model's calls less
+# (docs/performance.md, bench_ingest)
+GROUP_CHUNKS = 512
 WAITING = 64  # documents read and waiting to be labelled: the reader pauses beyond
 QUIET_S = 0.05  # a group goes on once nothing more came for this long (a slow reader)
 _END = object()  # the reader is done
@@ -142,7 +144,7 @@ class Pipeline:
                 self._room.release()
                 writes.append(item)
                 size += len(item.chunks)
-                if size < EMBED_BATCH_CHUNKS:
+                if size < GROUP_CHUNKS:
                     continue
             if writes and self.error is None:
                 self._guarded(self._group, writes)

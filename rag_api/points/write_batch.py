@@ -69,18 +69,27 @@ class Batch:
         crash. Returns how many points each scope lost."""
         if not all(seqs for _, _, seqs in items):
             self.sequence.prime(self._physical)  # the first write's scan, outside readers' way
-        together = documents([scope for scope, _, _ in items])
         with self._points_lock.write():
             # read the scopes now, under the lock: a concurrent writer may have added points
-            if together is None:
+            found = self.records_each([scope for scope, _, _ in items], STAMP_FIELDS)
+            if found is None:
                 return [self._replace([item], [self._existing(item[0])])[0] for item in items]
-            selector, key = together
-            by_name: dict[Any, dict[str, dict[str, Any]]] = {}
-            for record in self.store.iter_records(
-                self._physical, selector, fields=[*STAMP_FIELDS, key]
-            ):
-                by_name.setdefault(record.payload.get(key), {})[record.id] = record.payload
-            return self._replace(items, [by_name.get(document_name(s), {}) for s, _, _ in items])
+            return self._replace(items, [{r.id: r.payload for r in own} for own in found])
+
+    def records_each(
+        self, scopes: Sequence[Selector], fields: Sequence[str], with_dense: bool = False
+    ) -> list[list[Record]] | None:
+        """Each scope's points, read in one piece where the scopes are whole documents of one
+        kind, each named once (`documents`), taking no lock of its own; None where they are not
+        (then each is read on its own)."""
+        together = documents(scopes)
+        if together is None:
+            return None
+        selector, key = together
+        found: dict[Any, list[Record]] = {}
+        for record in self.store.iter_records(self._physical, selector, with_dense, [*fields, key]):
+            found.setdefault(record.payload.get(key), []).append(record)
+        return [found.get(_document_name(scope), []) for scope in scopes]
 
     def _replace(
         self,
@@ -143,7 +152,7 @@ def documents(scopes: Sequence[Selector]) -> tuple[Selector, str] | None:
         named = [getattr(scope, name) for scope in scopes]
         if not all(names is not None and len(names) == 1 for names in named):
             continue
-        if getattr(scopes[0], unnamed) is not None:  # named one way only (document_name)
+        if getattr(scopes[0], unnamed) is not None:  # named one way only (_document_name)
             continue
         rest = [replace(scope, **{name: None}) for scope in scopes]
         distinct = {names[0] for names in named}
@@ -152,7 +161,7 @@ def documents(scopes: Sequence[Selector]) -> tuple[Selector, str] | None:
     return None
 
 
-def document_name(scope: Selector) -> str | None:
+def _document_name(scope: Selector) -> str | None:
     """A one-document scope's name: its file, else its source."""
     names = scope.files or scope.sources
     return names[0] if names else None

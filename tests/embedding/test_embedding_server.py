@@ -234,7 +234,7 @@ def test_a_groups_first_requests_go_out_beside_the_last_of_the_group_before(
     tmp_path: Path, embedding_server, make_settings, open_hub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a group a file (its 4 chunks), a request a chunk: one group alone never has 6 in flight
-    monkeypatch.setattr(pipeline, "EMBED_BATCH_CHUNKS", SECTIONS)
+    monkeypatch.setattr(pipeline, "GROUP_CHUNKS", SECTIONS)
     server = embedding_server(latency_s=0.1, capacity=16, overflow="wait")
     block = embedder_block(server, "openai", batch_size=1, concurrency=6)
     hub = remote_hub(tmp_path, write_kb(tmp_path / "kb"), block, make_settings, open_hub)
@@ -249,7 +249,7 @@ def test_a_server_that_stops_answering_mid_sync_leaves_the_groups_before_it_whol
     tmp_path: Path, embedding_server, make_settings, open_hub, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # a group a file, two groups in flight; the server answers three groups' requests, then 503s
-    monkeypatch.setattr(pipeline, "EMBED_BATCH_CHUNKS", SECTIONS)
+    monkeypatch.setattr(pipeline, "GROUP_CHUNKS", SECTIONS)
     knobs = {"latency_s": 0.2, "capacity": 16, "overflow": "wait"}
     server = embedding_server(**knobs)
     block = embedder_block(server, "openai", batch_size=1, concurrency=6, retry_wait_s=0)

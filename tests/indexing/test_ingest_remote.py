@@ -86,7 +86,7 @@ from rag_api.settings import Settings
 def anon_kb():
     return int(re.search(r"RssAnon:\s+(\d+)", Path("/proc/self/status").read_text()).group(1))
 
-pipeline.EMBED_BATCH_CHUNKS = int(sys.argv[3])
+pipeline.GROUP_CHUNKS = int(sys.argv[3])
 hub = Hub.open(Settings(config=sys.argv[1], data_dir=sys.argv[2]))
 sync_collection(hub.collection("warm"))
 trim = ctypes.CDLL("libc.so.6").malloc_trim
