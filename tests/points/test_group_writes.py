@@ -101,6 +101,11 @@ def test_a_group_written_at_once_stores_what_one_by_one_stores(open_docs, kind: 
     assert all(min(now[name]) > max(gens) for name, gens in first.items())
     docs = together.collection("docs")
     assert find_torn(together.store, docs.info().physical) == []
+    # each chunk numbered once, its BM25 vector written beside its dense one
+    seqs = [seq for _, _, seq in stored(together).values()]
+    assert all(isinstance(seq, int) for seq in seqs) and len(set(seqs)) == len(seqs)
+    physical = docs.info().physical
+    assert together.store.count(physical, Selector(has_sparse=True)) == stats.written
 
 
 def test_a_document_twice_in_one_group_ends_as_its_last_replacement(open_docs) -> None:
